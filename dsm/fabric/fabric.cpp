@@ -1,0 +1,54 @@
+#include "dsm/fabric/fabric.hpp"
+
+#include "dsm/common/error.hpp"
+#include "dsm/fabric/shm/shm_provider.hpp"
+
+namespace loom::fabric {
+
+const char* to_string(Opcode o) {
+  switch (o) {
+    case Opcode::Write: return "WRITE";
+    case Opcode::WriteWithImm: return "WRITE_WITH_IMM";
+    case Opcode::Read: return "READ";
+    case Opcode::CompareSwap: return "CMP_SWAP";
+    case Opcode::FetchAdd: return "FETCH_ADD";
+    case Opcode::Send: return "SEND";
+    case Opcode::Recv: return "RECV";
+    case Opcode::RecvWriteWithImm: return "RECV_RDMA_WITH_IMM";
+  }
+  return "unknown-opcode";
+}
+
+const char* to_string(Status s) {
+  switch (s) {
+    case Status::Success: return "success";
+    case Status::LocalLengthError: return "local length error";
+    case Status::LocalProtectionError: return "local protection error";
+    case Status::RemoteAccessError: return "remote access error";
+    case Status::RemoteInvalidRequest: return "remote invalid request";
+    case Status::RemoteOperationalError: return "remote operational error";
+    case Status::ReceiverNotReady: return "receiver not ready (retry exceeded)";
+    case Status::WorkRequestFlushed: return "work request flushed";
+    case Status::PeerUnreachable: return "peer unreachable";
+  }
+  return "unknown-status";
+}
+
+const char* to_string(PostResult r) {
+  switch (r) {
+    case PostResult::Ok: return "ok";
+    case PostResult::QueueFull: return "queue full";
+    case PostResult::InvalidArgument: return "invalid argument";
+    case PostResult::NotConnected: return "not connected";
+  }
+  return "unknown-post-result";
+}
+
+std::vector<std::string> compiled_providers() { return {"shm"}; }
+
+std::unique_ptr<Provider> make_provider(const std::string& name, const ProviderContext& ctx) {
+  if (name == "shm") return std::make_unique<shm::ShmProvider>(ctx);
+  fail("unknown fabric provider '", name, "' (compiled in: shm)");
+}
+
+}  // namespace loom::fabric

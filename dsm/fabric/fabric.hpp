@@ -1,0 +1,189 @@
+#pragma once
+// The provider contract: a verbs-shaped fabric that every provider (shm, verbs) meets with the
+// same semantics. docs/provider-contract.md is the one-page statement of it; the fabric test
+// suite is run against every provider.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace loom::fabric {
+
+enum class Opcode : uint8_t {
+  Write = 0,
+  WriteWithImm,
+  Read,
+  CompareSwap,
+  FetchAdd,
+  Send,
+  // Completion-only opcodes (receive side).
+  Recv,
+  RecvWriteWithImm,
+};
+
+enum class Status : uint8_t {
+  Success = 0,
+  LocalLengthError,       // receive buffer too small, or bad local length
+  LocalProtectionError,   // local buffer not covered by the lkey
+  RemoteAccessError,      // unknown / revoked rkey, out of bounds, or access not granted
+  RemoteInvalidRequest,   // misaligned atomic, message longer than the receive buffer
+  RemoteOperationalError, // the target's completion queue overran
+  ReceiverNotReady,       // no receive posted at the target before the retry limit
+  WorkRequestFlushed,     // posted while the queue pair was in the error state
+  PeerUnreachable,        // the target process is gone
+};
+
+const char* to_string(Opcode o);
+const char* to_string(Status s);
+
+// Result of posting (not of executing): like the errno of ibv_post_send.
+enum class PostResult : uint8_t {
+  Ok = 0,
+  QueueFull,        // send/receive queue at its depth (ENOMEM on a NIC)
+  InvalidArgument,  // malformed request: bad opcode, atomic length != 8, inline too long
+  NotConnected,
+};
+const char* to_string(PostResult r);
+
+enum Access : uint32_t {
+  kLocalWrite = 1u << 0,
+  kRemoteWrite = 1u << 1,
+  kRemoteRead = 1u << 2,
+  kRemoteAtomic = 1u << 3,
+  kAllAccess = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic,
+};
+
+// Memory that a provider can register: for shm it lives in a named shared-memory segment
+// that peers map on first use; for verbs it is ordinary (huge-page) memory.
+struct Chunk {
+  void* addr = nullptr;
+  size_t size = 0;
+  int numa_node = -1;
+  bool huge_pages = false;
+  uint64_t provider_handle = 0;
+};
+
+struct MemoryRegion {
+  void* addr = nullptr;
+  size_t length = 0;
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;
+  uint32_t access = 0;
+};
+
+struct Sge {
+  uint64_t addr = 0;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+};
+
+struct SendWr {
+  uint64_t wr_id = 0;
+  Opcode opcode = Opcode::Write;
+  bool signaled = false;
+  bool inline_data = false;  // data is copied at post time; lkey is not checked
+  Sge local;                 // source (WRITE, SEND) or destination (READ, atomics: 8 bytes)
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint32_t imm = 0;          // WRITE_WITH_IMM
+  uint64_t compare_add = 0;  // CMP_SWAP: compare; FETCH_ADD: addend
+  uint64_t swap = 0;         // CMP_SWAP: swap
+};
+
+struct RecvWr {
+  uint64_t wr_id = 0;
+  Sge local;
+};
+
+struct Completion {
+  uint64_t wr_id = 0;
+  Status status = Status::Success;
+  Opcode opcode = Opcode::Write;
+  bool with_imm = false;
+  uint32_t byte_len = 0;
+  uint32_t imm = 0;
+  uint32_t qp_num = 0;
+  int32_t src_rank = -1;  // receive completions: the sender's rank
+};
+
+class CompletionQueue {
+ public:
+  virtual ~CompletionQueue() = default;
+  // Non-blocking. Returns the number of completions written to `out`.
+  virtual int poll(std::span<Completion> out) = 0;
+  // Blocks until the queue may be non-empty, `timeout` passes, or interrupt() is called.
+  // The caller polls afterwards. Waiters spin, yield, then sleep; producers wake sleepers.
+  virtual void wait(std::chrono::nanoseconds timeout) = 0;
+  virtual void interrupt() = 0;
+  virtual uint32_t capacity() const = 0;
+  // True once the queue overran (a fatal error on a NIC as here).
+  virtual bool overrun() const = 0;
+};
+
+struct QpCaps {
+  uint32_t max_send_wr = 256;
+  uint32_t max_recv_wr = 256;
+  uint32_t max_inline = 64;
+};
+
+enum class QpState : uint8_t { Init, Ready, Error };
+
+class QueuePair {
+ public:
+  virtual ~QueuePair() = default;
+  // Provider-specific bytes that the peer passes to connect().
+  virtual std::vector<std::byte> endpoint() const = 0;
+  virtual void connect(std::span<const std::byte> peer_endpoint) = 0;
+  // Thread-safe, as ibv_post_send is.
+  [[nodiscard]] virtual PostResult post_send(const SendWr& wr) = 0;
+  [[nodiscard]] virtual PostResult post_recv(const RecvWr& wr) = 0;
+  virtual QpState state() const = 0;
+  // Error -> Ready with the same peer, once the caller has drained the send completions.
+  virtual void reset() = 0;
+  virtual uint32_t qp_num() const = 0;
+  virtual int peer_rank() const = 0;
+  virtual const QpCaps& caps() const = 0;
+};
+
+struct ProviderContext {
+  int rank = 0;
+  int size = 1;
+  std::string job_id;
+  std::string job_dir;  // per-job directory for named segments (shm)
+};
+
+struct ProviderInfo {
+  std::string name;
+  bool huge_pages = false;
+  uint32_t max_qp_depth = 0;
+  uint32_t max_inline = 0;
+  uint32_t max_message = 0;
+  std::string description;
+};
+
+// A protection domain on one device, plus its factories.
+class Provider {
+ public:
+  virtual ~Provider() = default;
+  virtual const ProviderInfo& info() const = 0;
+  virtual Chunk map_chunk(size_t size, int numa_node) = 0;
+  virtual void unmap_chunk(const Chunk& c) = 0;
+  // Registers [addr, addr+len) which must lie within one mapped chunk.
+  virtual MemoryRegion register_memory(void* addr, size_t len, uint32_t access) = 0;
+  virtual void deregister(const MemoryRegion& mr) = 0;
+  virtual std::unique_ptr<CompletionQueue> create_cq(uint32_t depth) = 0;
+  virtual std::unique_ptr<QueuePair> create_qp(int peer_rank, CompletionQueue& send_cq,
+                                               CompletionQueue& recv_cq, const QpCaps& caps) = 0;
+  // True while the peer process is alive (as far as this provider can tell).
+  virtual bool peer_alive(int rank) const = 0;
+};
+
+// Providers compiled into this build, in order of preference.
+std::vector<std::string> compiled_providers();
+// Creates the named provider ("shm"); a clear error if it is unknown or unusable here.
+std::unique_ptr<Provider> make_provider(const std::string& name, const ProviderContext& ctx);
+
+}  // namespace loom::fabric

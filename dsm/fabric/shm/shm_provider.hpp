@@ -1,0 +1,101 @@
+#pragma once
+// The shm provider: N processes on one host. Registered memory lives in named shared-memory
+// segments under the job directory; one-sided operations are carried out by the initiating
+// thread against the target's memory with no action by the target's CPU.
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dsm/fabric/fabric.hpp"
+#include "dsm/fabric/shm/shm_layout.hpp"
+
+namespace loom::fabric::shm {
+
+// A mapped file; unmapped on destruction.
+class Mapping {
+ public:
+  Mapping() = default;
+  Mapping(void* addr, size_t len) : addr_(addr), len_(len) {}
+  Mapping(Mapping&& o) noexcept : addr_(o.addr_), len_(o.len_) { o.addr_ = nullptr; o.len_ = 0; }
+  Mapping& operator=(Mapping&& o) noexcept;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping();
+  void* addr() const { return addr_; }
+  size_t size() const { return len_; }
+  template <typename T> T* as() const { return static_cast<T*>(addr_); }
+
+  static Mapping create(const std::string& path, size_t len);
+  static Mapping open(const std::string& path);  // throws if missing
+
+ private:
+  void* addr_ = nullptr;
+  size_t len_ = 0;
+};
+
+class ShmQp;
+class ShmCq;
+
+class ShmProvider : public Provider {
+ public:
+  explicit ShmProvider(const ProviderContext& ctx);
+  ~ShmProvider() override;
+
+  const ProviderInfo& info() const override { return info_; }
+  Chunk map_chunk(size_t size, int numa_node) override;
+  void unmap_chunk(const Chunk& c) override;
+  MemoryRegion register_memory(void* addr, size_t len, uint32_t access) override;
+  void deregister(const MemoryRegion& mr) override;
+  std::unique_ptr<CompletionQueue> create_cq(uint32_t depth) override;
+  std::unique_ptr<QueuePair> create_qp(int peer_rank, CompletionQueue& send_cq,
+                                       CompletionQueue& recv_cq, const QpCaps& caps) override;
+  bool peer_alive(int rank) const override;
+
+  // Internal, used by queue pairs and completion queues.
+  int rank() const { return ctx_.rank; }
+  std::string path(const std::string& kind, int rank, uint64_t id) const;
+  const KeyTable* key_table(int rank);                    // maps on first use
+  uint8_t* segment_base(int rank, uint64_t segment);       // maps on first use; nullptr if gone
+  KeyTable* own_keys() { return keys_.as<KeyTable>(); }
+  ShmQp* qp_by_num(uint32_t qpn) const;
+  void forget_qp(uint32_t qpn);
+  uint64_t rnr_timeout_ns() const { return rnr_timeout_ns_; }
+
+ private:
+  struct LocalChunk {
+    size_t size;
+    uint64_t segment;
+    Mapping map;
+    std::string file;
+  };
+  struct Peer {
+    Mapping keys;
+    std::unordered_map<uint64_t, Mapping> segments;
+  };
+
+  ProviderContext ctx_;
+  ProviderInfo info_;
+  Mapping keys_;
+  std::string huge_dir_;  // hugetlbfs directory for this job, empty if none usable
+
+  mutable std::mutex mu_;
+  std::map<uintptr_t, LocalChunk> chunks_;  // by base address
+  uint64_t next_segment_ = 1;
+  std::vector<uint32_t> free_key_indices_;
+  std::vector<uint16_t> key_generation_;
+  std::vector<Peer> peers_;
+  uint32_t next_cq_ = 1;
+  std::unique_ptr<std::atomic<int>[]> dead_;  // 1 once a peer is known dead
+
+  static constexpr uint32_t kMaxQps = 8192;
+  std::unique_ptr<std::atomic<ShmQp*>[]> qps_;
+  std::atomic<uint32_t> next_qp_{1};
+  uint64_t rnr_timeout_ns_ = 0;
+  friend class ShmCq;
+};
+
+}  // namespace loom::fabric::shm

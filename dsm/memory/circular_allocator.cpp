@@ -1,0 +1,97 @@
+#include "dsm/memory/circular_allocator.hpp"
+
+#include "dsm/common/error.hpp"
+
+namespace loom::memory {
+
+CircularAllocator::CircularAllocator(RDMAAllocator& backing, size_t unit_size, size_t initial_units, size_t max_units,
+                                     Growth growth)
+    : backing_(backing), unit_size_(unit_size), max_units_(max_units), growth_(growth), initial_(initial_units) {
+  if (unit_size == 0 || initial_units == 0 || max_units < initial_units)
+    fail("CircularAllocator: need unit_size > 0 and 0 < initial_units <= max_units (got ", unit_size, ", ", initial_units,
+         ", ", max_units, ")");
+  unit_size_ = (unit_size + 63) & ~size_t{63};  // units never share a cache line
+  grow(initial_units);
+}
+
+CircularAllocator::~CircularAllocator() {
+  for (auto& c : chunks_) backing_.free_chunk(c);
+}
+
+void CircularAllocator::grow(size_t count) {
+  std::vector<Unit*> fresh;
+  for (size_t i = 0; i < count; ++i) {
+    if (spare_.addr == nullptr || spare_used_ + unit_size_ > spare_.size) {
+      size_t want = std::max(unit_size_, kChunkGranule);
+      spare_ = backing_.allocate_chunk(want);
+      chunks_.push_back(spare_);
+      spare_used_ = 0;
+    }
+    auto u = std::make_unique<Unit>();
+    u->mem = spare_.slice(spare_used_, unit_size_);
+    spare_used_ += unit_size_;
+    fresh.push_back(u.get());
+    storage_.push_back(std::move(u));
+  }
+  // New units go in at the current position, so they are handed out next, ahead of the busy unit.
+  ring_.insert(ring_.begin() + static_cast<std::ptrdiff_t>(pos_), fresh.begin(), fresh.end());
+}
+
+Unit* CircularAllocator::next() {
+  if (pos_ >= ring_.size()) pos_ = 0;
+  Unit* u = ring_[pos_];
+  if (!u->reusable()) {
+    if (ring_.size() >= max_units_) return nullptr;
+    size_t add = growth_ == Growth::Linear ? initial_ : ring_.size();
+    add = std::min(add, max_units_ - ring_.size());
+    grow(add);
+    u = ring_[pos_];
+  }
+  pos_ = (pos_ + 1) % ring_.size();
+  u->in_use = true;
+  u->tagged = false;
+  ++u->uses;
+  return u;
+}
+
+void CircularAllocator::tag(Unit* u, const FlushSource& source, uint64_t t) {
+  u->source = &source;
+  u->tag = t;
+  u->tagged = true;
+  u->in_use = false;
+}
+
+LinearCircularAllocator::LinearCircularAllocator(RDMAAllocator& backing, size_t unit_size, size_t initial_units,
+                                                 size_t max_units, Growth growth)
+    : ring_(backing, unit_size, initial_units, max_units, growth) {}
+
+std::optional<LinearCircularAllocator::Segment> LinearCircularAllocator::allocate(size_t n, size_t align) {
+  if (n == 0) n = 1;
+  if (align == 0 || (align & (align - 1)) != 0) fail("LinearCircularAllocator: alignment ", align, " is not a power of two");
+  if (n > ring_.unit_size()) return std::nullopt;
+  size_t off = (offset_ + align - 1) & ~(align - 1);
+  if (current_ == nullptr || off + n > ring_.unit_size()) {
+    Unit* u = ring_.next();
+    if (u == nullptr) return std::nullopt;
+    // The unit we leave stays busy until the tags of its segments complete.
+    if (current_ != nullptr && !current_->tagged) CircularAllocator::release(current_);
+    else if (current_ != nullptr) current_->in_use = false;
+    current_ = u;
+    current_->in_use = true;
+    off = 0;
+  }
+  offset_ = off + n;
+  return Segment{current_->mem.slice(off, n), current_};
+}
+
+void LinearCircularAllocator::tag(const Segment& s, const FlushSource& source, uint64_t t) {
+  Unit* u = s.unit;
+  if (u->tagged && u->source != &source) fail("LinearCircularAllocator: one allocator serves one transmitter");
+  u->source = &source;
+  if (!u->tagged || t > u->tag) u->tag = t;
+  u->tagged = true;
+  // The current unit stays in use until the allocator moves past it.
+  u->in_use = (u == current_);
+}
+
+}  // namespace loom::memory

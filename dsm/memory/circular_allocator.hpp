@@ -1,0 +1,93 @@
+#pragma once
+// Circular and linear-circular allocators (seed 000 §4.2). Units are recycled by flush-number
+// tags: a unit used by an operation tagged t on some FlushSource is free again once that source's
+// completed flush number passes t — many units are released by one counter update, without
+// per-buffer completion events. One allocator per thread per transmitter; not thread-safe.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "dsm/memory/rdma_allocator.hpp"
+
+namespace loom::memory {
+
+// Whatever produces flush numbers (a Transmitter). A tag t is complete once completed_flush() > t.
+class FlushSource {
+ public:
+  virtual ~FlushSource() = default;
+  virtual uint64_t completed_flush() const = 0;
+};
+
+enum class Growth { Linear, Exponential };
+
+struct Unit {
+  RDMAMemory mem;
+  const FlushSource* source = nullptr;
+  uint64_t tag = 0;
+  bool tagged = false;
+  bool in_use = false;
+  uint64_t uses = 0;  // how many times it was handed out
+
+  bool reusable() const { return !in_use && (!tagged || source->completed_flush() > tag); }
+};
+
+class CircularAllocator {
+ public:
+  CircularAllocator(RDMAAllocator& backing, size_t unit_size, size_t initial_units, size_t max_units,
+                    Growth growth = Growth::Exponential);
+  ~CircularAllocator();
+  CircularAllocator(const CircularAllocator&) = delete;
+  CircularAllocator& operator=(const CircularAllocator&) = delete;
+
+  // The next unit in circular order if it is reusable; otherwise grows (up to max_units);
+  // nullptr when full — the caller drives its transmitter's progress and asks again.
+  Unit* next();
+  // Marks a handed-out unit as used by the operation with flush tag `tag` on `source`.
+  static void tag(Unit* u, const FlushSource& source, uint64_t tag);
+  // Gives back a handed-out unit that was never posted.
+  static void release(Unit* u) { u->in_use = false; }
+
+  size_t units() const { return ring_.size(); }
+  size_t unit_size() const { return unit_size_; }
+  size_t max_units() const { return max_units_; }
+
+ private:
+  void grow(size_t count);
+
+  RDMAAllocator& backing_;
+  size_t unit_size_;
+  size_t max_units_;
+  Growth growth_;
+  size_t initial_;
+  std::vector<RDMAMemory> chunks_;
+  std::vector<std::unique_ptr<Unit>> storage_;
+  std::vector<Unit*> ring_;
+  size_t pos_ = 0;
+  RDMAMemory spare_;  // unused tail of the last chunk
+  size_t spare_used_ = 0;
+};
+
+// Variable-size segments carved from circular units, avoiding internal fragmentation.
+class LinearCircularAllocator {
+ public:
+  struct Segment {
+    RDMAMemory mem;
+    Unit* unit = nullptr;
+  };
+  LinearCircularAllocator(RDMAAllocator& backing, size_t unit_size, size_t initial_units, size_t max_units,
+                          Growth growth = Growth::Exponential);
+  // A segment of n bytes aligned to `align`, or nullopt when the ring is full (or n > unit).
+  std::optional<Segment> allocate(size_t n, size_t align = 8);
+  // Tags the segment's unit; the unit is reusable once every segment tagged in it completed.
+  void tag(const Segment& s, const FlushSource& source, uint64_t tag);
+  size_t units() const { return ring_.units(); }
+
+ private:
+  CircularAllocator ring_;
+  Unit* current_ = nullptr;
+  size_t offset_ = 0;
+};
+
+}  // namespace loom::memory

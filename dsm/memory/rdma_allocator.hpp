@@ -1,0 +1,63 @@
+#pragma once
+// Registered memory: one RDMAAllocator per NUMA zone takes superpage-sized chunks from the
+// provider, registers each once, and hands out 2 MiB-granular chunks from them (seed 000 §4.2).
+// Everything that crosses the fabric comes from here.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "dsm/fabric/fabric.hpp"
+#include "dsm/memory/general_allocator.hpp"
+
+namespace loom::memory {
+
+// A registered buffer: where it is and the keys that name it.
+struct RDMAMemory {
+  void* addr = nullptr;
+  size_t size = 0;
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;
+  int zone = 0;
+  uint8_t* bytes() const { return static_cast<uint8_t*>(addr); }
+  uint64_t address() const { return reinterpret_cast<uint64_t>(addr); }
+  RDMAMemory slice(size_t offset, size_t len) const { return RDMAMemory{bytes() + offset, len, lkey, rkey, zone}; }
+};
+
+constexpr size_t kChunkGranule = 2u << 20;  // 2 MiB
+
+class RDMAAllocator {
+ public:
+  // superchunk: size of the provider mappings (and registrations) chunks are cut from.
+  RDMAAllocator(fabric::Provider& provider, int zone, size_t superchunk);
+  ~RDMAAllocator();
+  RDMAAllocator(const RDMAAllocator&) = delete;
+  RDMAAllocator& operator=(const RDMAAllocator&) = delete;
+
+  // A registered chunk of at least `size` bytes (rounded up to 2 MiB). Thread-safe.
+  RDMAMemory allocate_chunk(size_t size);
+  void free_chunk(const RDMAMemory& m);
+
+  int zone() const { return zone_; }
+  fabric::Provider& provider() { return provider_; }
+  size_t registrations() const;  // memory registrations made so far (one per superchunk)
+  size_t superchunk_size() const { return superchunk_; }
+  bool huge_pages() const;
+
+ private:
+  struct Super {
+    fabric::Chunk chunk;
+    fabric::MemoryRegion mr;
+    GeneralAllocator space;
+  };
+  fabric::Provider& provider_;
+  int zone_;
+  size_t superchunk_;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Super>> supers_;
+  size_t registrations_ = 0;
+  bool huge_ = false;
+};
+
+}  // namespace loom::memory

@@ -1,0 +1,132 @@
+#include "dsm/runtime/bootstrap.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "dsm/common/env.hpp"
+#include "dsm/common/error.hpp"
+#include "dsm/signal/backoff.hpp"
+#include "dsm/signal/futex.hpp"
+
+namespace loom::runtime {
+
+struct EmbeddedBootstrap::Header {
+  std::atomic<uint32_t> arrived;
+  std::atomic<uint32_t> generation;
+  uint32_t size;
+  uint32_t pad;
+  // Followed by `size` std::atomic<uint64_t>: per-rank byte count of the current round.
+  std::atomic<uint64_t>* lengths() { return reinterpret_cast<std::atomic<uint64_t>*>(this + 1); }
+};
+
+size_t EmbeddedBootstrap::file_size(int n) {
+  size_t header = sizeof(Header) + sizeof(std::atomic<uint64_t>) * static_cast<size_t>(n);
+  header = (header + 4095) & ~size_t{4095};
+  return header + kSlotBytes * static_cast<size_t>(n);
+}
+
+EmbeddedBootstrap::EmbeddedBootstrap() {
+  auto rank = env::get("LOOM_RANK");
+  std::string path;
+  if (rank) {
+    rank_ = static_cast<int>(env::get_int("LOOM_RANK", 0));
+    size_ = static_cast<int>(env::get_int("LOOM_SIZE", 1));
+    job_id_ = env::get_string("LOOM_JOB_ID", "");
+    job_dir_ = env::get_string("LOOM_JOB_DIR", "");
+    if (size_ < 1 || rank_ < 0 || rank_ >= size_) fail("bootstrap: LOOM_RANK=", rank_, " / LOOM_SIZE=", size_, " are inconsistent");
+    if (job_id_.empty() || job_dir_.empty()) fail("bootstrap: LOOM_JOB_ID and LOOM_JOB_DIR must be set (start with loomrun)");
+    path = job_dir_ + "/boot";
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) fail_errno("bootstrap: cannot open " + path + " (was the job started by loomrun?)");
+    map_len_ = file_size(size_);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < map_len_) {
+      ::close(fd);
+      fail("bootstrap: ", path, " is too small for ", size_, " ranks");
+    }
+    map_ = mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (map_ == MAP_FAILED) fail_errno("bootstrap: cannot map " + path);
+  } else {
+    // Started without loomrun: a job of one, with its own directory, removed at exit.
+    singleton_ = true;
+    std::random_device rd;
+    char id[32];
+    std::snprintf(id, sizeof id, "%d-%08x", static_cast<int>(getpid()), rd());
+    job_id_ = id;
+    job_dir_ = env::get_string("LOOM_SHM_DIR", "/dev/shm") + "/loom-" + job_id_;
+    if (mkdir(job_dir_.c_str(), 0700) != 0) fail_errno("bootstrap: cannot create " + job_dir_);
+    map_len_ = file_size(1);
+    map_ = mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (map_ == MAP_FAILED) fail_errno("bootstrap: cannot map bootstrap area");
+  }
+  h_ = static_cast<Header*>(map_);
+  slots_ = static_cast<std::byte*>(map_) + (file_size(size_) - kSlotBytes * static_cast<size_t>(size_));
+}
+
+EmbeddedBootstrap::~EmbeddedBootstrap() {
+  if (map_ != nullptr && map_ != MAP_FAILED) munmap(map_, map_len_);
+  if (singleton_) {
+    std::error_code ec;
+    std::filesystem::remove_all(job_dir_, ec);
+  }
+}
+
+void EmbeddedBootstrap::barrier() {
+  if (size_ == 1) return;
+  uint32_t gen = h_->generation.load(std::memory_order_acquire);
+  if (h_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(size_)) {
+    h_->arrived.store(0, std::memory_order_relaxed);
+    h_->generation.fetch_add(1, std::memory_order_acq_rel);
+    signal::futex_wake_all(&h_->generation);
+    return;
+  }
+  signal::Backoff b;
+  while (h_->generation.load(std::memory_order_acquire) == gen) {
+    if (b.should_sleep()) {
+      // A dead peer ends the job through loomrun; an orphaned process stops waiting.
+      if (getppid() == 1) fail("bootstrap: the launcher is gone; abandoning the barrier");
+      signal::futex_wait(&h_->generation, gen, std::chrono::milliseconds(100));
+    } else {
+      b.spin_or_yield();
+    }
+  }
+}
+
+std::vector<std::vector<std::byte>> EmbeddedBootstrap::allgather(std::span<const std::byte> mine) {
+  std::vector<std::vector<std::byte>> out(static_cast<size_t>(size_));
+  size_t offset = 0;
+  // Rounds of at most one slot per rank, until every rank's blob is complete.
+  for (;;) {
+    size_t n = std::min(kSlotBytes, mine.size() - offset);
+    std::memcpy(slots_ + kSlotBytes * static_cast<size_t>(rank_), mine.data() + offset, n);
+    uint64_t remaining_after = mine.size() - offset - n;
+    h_->lengths()[rank_].store((static_cast<uint64_t>(n) << 1) | (remaining_after != 0 ? 1u : 0u), std::memory_order_release);
+    barrier();
+    bool more = false;
+    for (int r = 0; r < size_; ++r) {
+      uint64_t v = h_->lengths()[r].load(std::memory_order_acquire);
+      size_t len = static_cast<size_t>(v >> 1);
+      if (len > kSlotBytes) fail("bootstrap: rank ", r, " published a malformed slot");
+      auto* src = slots_ + kSlotBytes * static_cast<size_t>(r);
+      out[static_cast<size_t>(r)].insert(out[static_cast<size_t>(r)].end(), src, src + len);
+      more = more || (v & 1u);
+    }
+    barrier();  // slots may be overwritten only after everyone has read them
+    offset += n;
+    if (!more) break;
+  }
+  return out;
+}
+
+std::unique_ptr<Bootstrap> make_bootstrap() { return std::make_unique<EmbeddedBootstrap>(); }
+
+}  // namespace loom::runtime

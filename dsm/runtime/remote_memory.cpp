@@ -1,0 +1,81 @@
+#include "dsm/runtime/remote_memory.hpp"
+
+#include <cstring>
+
+#include "dsm/common/error.hpp"
+
+namespace loom {
+
+namespace {
+constexpr uint64_t kMaxRemoteAllocation = 1ull << 34;  // 16 GiB: larger requests are refused
+
+struct AllocRequest {
+  int32_t zone;
+  uint32_t pad;
+  uint64_t size;
+};
+struct AllocReply {
+  int32_t zone;
+  uint32_t rkey;
+  uint64_t addr;
+  uint64_t size;
+};
+struct FreeRequest {
+  uint64_t addr;
+};
+
+template <typename T>
+T decode(std::span<const std::byte> bytes, const char* what) {
+  if (bytes.size() != sizeof(T)) fail(what, ": malformed message of ", bytes.size(), " bytes (expected ", sizeof(T), ")");
+  T v;
+  std::memcpy(&v, bytes.data(), sizeof v);
+  return v;
+}
+template <typename T>
+std::vector<std::byte> encode(const T& v) {
+  std::vector<std::byte> out(sizeof v);
+  std::memcpy(out.data(), &v, sizeof v);
+  return out;
+}
+}  // namespace
+
+namespace runtime {
+void register_remote_memory_handlers(Runtime& rt) {
+  Runtime* r = &rt;
+  rt.service().register_handler("loom.memory.allocate", [r](const ServiceRequest& req) {
+    auto a = decode<AllocRequest>(req.payload, "remote allocate");
+    if (a.zone < -1 || a.zone >= r->numa_zones()) fail("no NUMA zone ", a.zone, " here (zones 0..", r->numa_zones() - 1, ")");
+    if (a.size == 0 || a.size > kMaxRemoteAllocation) fail("allocation of ", a.size, " bytes is outside 1..", kMaxRemoteAllocation);
+    memory::RegisteredHeap& h = r->heap(a.zone);
+    memory::RDMAMemory m = h.allocate(a.size);
+    return encode(AllocReply{h.zone(), m.rkey, m.address(), m.size});
+  });
+  rt.service().register_handler("loom.memory.free", [r](const ServiceRequest& req) {
+    auto f = decode<FreeRequest>(req.payload, "remote free");
+    for (int z = 0; z < r->numa_zones(); ++z) {
+      if (r->heap(z).find(reinterpret_cast<const void*>(f.addr))) {
+        r->heap(z).free(reinterpret_cast<const void*>(f.addr));
+        return std::vector<std::byte>{};
+      }
+    }
+    fail("remote free of 0x", std::hex, f.addr, ": not a live remote allocation (double free?)");
+  });
+}
+}  // namespace runtime
+
+RemoteMemoryLocator remote_allocate(Runtime& rt, int rank, uint64_t size, int zone) {
+  if (rank < 0 || rank >= rt.size()) fail("remote_allocate: rank ", rank, " is not in 0..", rt.size() - 1);
+  if (size == 0) fail("remote_allocate: size 0");
+  auto reply = rt.service().call_sync(rank, runtime::Service::id_of("loom.memory.allocate"),
+                                      encode(AllocRequest{zone, 0, size}));
+  auto a = decode<AllocReply>(reply, "remote allocate reply");
+  if (a.size < size) fail("remote_allocate: rank ", rank, " returned ", a.size, " bytes for a request of ", size);
+  return RemoteMemoryLocator{rank, a.zone, a.addr, a.size, a.rkey};
+}
+
+void remote_free(Runtime& rt, const RemoteMemoryLocator& loc) {
+  if (!loc.valid() || loc.rank >= rt.size()) fail("remote_free: invalid locator (rank ", loc.rank, ")");
+  rt.service().call_sync(loc.rank, runtime::Service::id_of("loom.memory.free"), encode(FreeRequest{loc.addr}));
+}
+
+}  // namespace loom

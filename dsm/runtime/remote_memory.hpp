@@ -1,0 +1,28 @@
+#pragma once
+// Remote allocation: allocate registered memory in another process's NUMA zone through a
+// service call, and free it the same way. The result names the memory for one-sided access.
+#include <cstdint>
+
+#include "dsm/runtime/runtime.hpp"
+
+namespace loom {
+
+struct RemoteMemoryLocator {
+  int rank = -1;
+  int zone = -1;
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  uint32_t rkey = 0;
+  bool valid() const { return rank >= 0 && size != 0; }
+};
+
+// zone -1: the target process's own zone. Throws loom::Error with the target's reason.
+RemoteMemoryLocator remote_allocate(Runtime& rt, int rank, uint64_t size, int zone = -1);
+void remote_free(Runtime& rt, const RemoteMemoryLocator& loc);
+
+namespace runtime {
+// Registers the allocation handlers on rt's service (done by Runtime itself).
+void register_remote_memory_handlers(Runtime& rt);
+}  // namespace runtime
+
+}  // namespace loom

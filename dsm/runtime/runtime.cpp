@@ -1,0 +1,185 @@
+#include "dsm/runtime/runtime.hpp"
+
+#include <hwloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "dsm/common/env.hpp"
+#include "dsm/common/error.hpp"
+#include "dsm/common/log.hpp"
+#include "dsm/runtime/connect.hpp"
+#include "dsm/runtime/remote_memory.hpp"
+
+namespace loom {
+
+namespace {
+std::atomic<Runtime*> g_runtime{nullptr};
+thread_local ThreadName t_name;
+}  // namespace
+
+std::string ThreadName::str() const {
+  // Built with a stream: GCC 12 warns falsely (-Wrestrict) on chains of std::string operator+.
+  std::ostringstream os;
+  os << 'm' << machine << ".p" << process << ".t" << thread;
+  if (!label.empty()) os << '(' << label << ')';
+  return os.str();
+}
+
+const ThreadName& this_thread_name() { return t_name; }
+
+Runtime& Runtime::current() {
+  Runtime* r = g_runtime.load(std::memory_order_acquire);
+  if (r == nullptr) fail("no loom::Runtime exists in this process");
+  return *r;
+}
+
+Runtime::Runtime(int& argc, char**& argv) {
+  (void)argc;
+  (void)argv;
+  Runtime* expected = nullptr;
+  if (!g_runtime.compare_exchange_strong(expected, this)) fail("a loom::Runtime already exists in this process");
+  try {
+    boot_ = runtime::make_bootstrap();
+    threads_ = static_cast<int>(env::get_int("LOOM_THREADS", 1));
+    if (threads_ < 1 || threads_ > 1024) fail("LOOM_THREADS=", threads_, " must be 1..1024");
+    local_rank_ = static_cast<int>(env::get_int("LOOM_LOCAL_RANK", boot_->rank()));
+    local_size_ = static_cast<int>(env::get_int("LOOM_LOCAL_SIZE", boot_->size()));
+
+    // Machines are named by the sorted set of host names, so every process agrees.
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    hostname_ = host;
+    auto names = boot_->allgather(std::as_bytes(std::span(hostname_.data(), hostname_.size())));
+    std::set<std::string> hosts;
+    for (auto& n : names) hosts.emplace(reinterpret_cast<const char*>(n.data()), n.size());
+    machines_ = static_cast<int>(hosts.size());
+    machine_ = static_cast<int>(std::distance(hosts.begin(), hosts.find(hostname_)));
+    t_name = ThreadName{machine_, boot_->rank(), 0, "main"};
+
+    setup_topology();
+
+    fabric::ProviderContext ctx;
+    ctx.rank = boot_->rank();
+    ctx.size = boot_->size();
+    ctx.job_id = boot_->job_id();
+    auto* emb = dynamic_cast<runtime::EmbeddedBootstrap*>(boot_.get());
+    ctx.job_dir = emb != nullptr ? emb->job_dir() : env::get_string("LOOM_JOB_DIR", "");
+    provider_ = fabric::make_provider(env::get_string("LOOM_PROVIDER", "shm"), ctx);
+
+    size_t super = env::get_size("LOOM_SUPERCHUNK_SIZE", 1ull << 30);
+    for (int z = 0; z < std::max(1, numa_zones_hint_); ++z) {
+      allocators_.push_back(std::make_unique<memory::RDMAAllocator>(*provider_, z, super));
+      heaps_.push_back(std::make_unique<memory::RegisteredHeap>(*allocators_.back(),
+                                                                memory::parse_fit(env::get_string("LOOM_HEAP_FIT", "best"))));
+    }
+    runtime::Service::Config scfg;
+    scfg.recv_buffers = static_cast<uint32_t>(env::get_int("LOOM_SERVICE_BUFFERS", 32));
+    scfg.message_bytes = static_cast<uint32_t>(env::get_size("LOOM_SERVICE_MESSAGE", 4096));
+    service_ = std::make_unique<runtime::Service>(*boot_, *provider_, allocator(), scfg);
+    runtime::register_remote_memory_handlers(*this);
+    service_->start();
+    if (pin_) pin_thread(0);
+    boot_->barrier();
+  } catch (...) {
+    g_runtime.store(nullptr);
+    throw;
+  }
+}
+
+Runtime::~Runtime() {
+  try {
+    // Everyone stops sending service calls before anyone's service goes away.
+    boot_->barrier();
+    service_->stop();
+    boot_->barrier();
+  } catch (const std::exception& e) {
+    log::error("runtime shutdown: ", e.what());
+  }
+  service_.reset();
+  heaps_.clear();
+  allocators_.clear();
+  provider_.reset();
+  if (topology_ != nullptr) hwloc_topology_destroy(static_cast<hwloc_topology_t>(topology_));
+  boot_.reset();
+  g_runtime.store(nullptr);
+}
+
+void Runtime::setup_topology() {
+  hwloc_topology_t topo;
+  if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) fail("hwloc: cannot load the machine topology");
+  topology_ = topo;
+  numa_zones_hint_ = std::max(1, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE));
+  int cores = std::max(1, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE));
+  std::string mode = env::get_string("LOOM_PIN", "auto");
+  if (mode == "on") pin_ = true;
+  else if (mode == "off") pin_ = false;
+  else if (mode == "auto") pin_ = local_size_ * threads_ <= cores;  // never pin an oversubscribed host
+  else fail("LOOM_PIN='", mode, "' must be auto, on or off");
+  if (!pin_ && mode == "auto" && local_rank_ == 0)
+    log::info("not pinning: ", local_size_, " processes x ", threads_, " threads exceed ", cores, " cores");
+  // The process's zone: the NUMA node of the core its main thread will run on.
+  local_zone_ = 0;
+  if (pin_ && numa_zones_hint_ > 1) {
+    hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (local_rank_ * threads_) % cores);
+    if (core != nullptr) {
+      hwloc_obj_t node = hwloc_get_next_obj_covering_cpuset_by_type(topo, core->cpuset, HWLOC_OBJ_NUMANODE, nullptr);
+      if (node != nullptr) local_zone_ = static_cast<int>(node->logical_index);
+    }
+  }
+}
+
+void Runtime::pin_thread(int index) {
+  auto topo = static_cast<hwloc_topology_t>(topology_);
+  int cores = std::max(1, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE));
+  int slot = (local_rank_ * threads_ + index) % cores;
+  hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, static_cast<unsigned>(slot));
+  if (core == nullptr) return;
+  if (hwloc_set_cpubind(topo, core->cpuset, HWLOC_CPUBIND_THREAD) != 0)
+    log::warn("hwloc: cannot pin thread ", index, " to core ", slot, ": ", std::strerror(errno));
+}
+
+memory::RDMAAllocator& Runtime::allocator(int zone) {
+  if (zone == -1) zone = local_zone_;
+  if (zone < 0 || zone >= numa_zones()) fail("no NUMA zone ", zone, " (zones 0..", numa_zones() - 1, ")");
+  return *allocators_[static_cast<size_t>(zone)];
+}
+
+memory::RegisteredHeap& Runtime::heap(int zone) {
+  if (zone == -1) zone = local_zone_;
+  if (zone < 0 || zone >= numa_zones()) fail("no NUMA zone ", zone, " (zones 0..", numa_zones() - 1, ")");
+  return *heaps_[static_cast<size_t>(zone)];
+}
+
+std::thread Runtime::spawn(const std::string& label, std::function<void()> fn) {
+  int index = next_thread_.fetch_add(1);
+  ThreadName name{machine_, rank(), index, label};
+  bool pin = pin_;
+  return std::thread([this, name, pin, fn = std::move(fn)] {
+    t_name = name;
+    if (pin) pin_thread(name.thread);
+    fn();
+  });
+}
+
+std::unique_ptr<Mesh> Runtime::make_mesh(const fabric::QpCaps& caps, uint32_t recv_cq_depth) {
+  auto m = std::make_unique<Mesh>();
+  const int n = size();
+  if (recv_cq_depth == 0) recv_cq_depth = caps.max_recv_wr * static_cast<uint32_t>(n);
+  m->recv_cq = provider_->create_cq(recv_cq_depth);
+  std::vector<fabric::QueuePair*> raw;
+  for (int r = 0; r < n; ++r) {
+    m->send_cqs.push_back(provider_->create_cq(caps.max_send_wr));
+    m->qps.push_back(provider_->create_qp(r, *m->send_cqs.back(), *m->recv_cq, caps));
+    m->transmitters.push_back(std::make_unique<signal::Transmitter>(*m->qps.back(), *m->send_cqs.back()));
+    raw.push_back(m->qps.back().get());
+  }
+  runtime::connect_all(*boot_, raw);
+  return m;
+}
+
+}  // namespace loom

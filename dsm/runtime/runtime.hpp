@@ -1,0 +1,98 @@
+#pragma once
+// The process runtime (seed 000's DSfabric): bootstraps the job, names machines, processes and
+// long-lived threads, pins threads with hwloc, owns the provider, the per-zone registered
+// allocators and the service thread.
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dsm/fabric/fabric.hpp"
+#include "dsm/memory/rdma_allocator.hpp"
+#include "dsm/memory/registered_heap.hpp"
+#include "dsm/runtime/bootstrap.hpp"
+#include "dsm/runtime/service.hpp"
+#include "dsm/signal/transmitter.hpp"
+
+namespace loom {
+
+// Where a thread is: machine (host), process (rank) and thread index within the process.
+struct ThreadName {
+  int machine = 0;
+  int process = 0;
+  int thread = 0;
+  std::string label;
+  std::string str() const;
+};
+
+// The calling thread's name (index 0 is the main thread of the process).
+const ThreadName& this_thread_name();
+
+// A full mesh of connected queue pairs (one per rank, self included), each with its own send
+// CQ and Transmitter; receives of all of them land in one receive CQ.
+struct Mesh {
+  std::unique_ptr<fabric::CompletionQueue> recv_cq;
+  std::vector<std::unique_ptr<fabric::CompletionQueue>> send_cqs;
+  std::vector<std::unique_ptr<fabric::QueuePair>> qps;
+  std::vector<std::unique_ptr<signal::Transmitter>> transmitters;
+  fabric::QueuePair& qp(int rank) { return *qps.at(static_cast<size_t>(rank)); }
+  signal::Transmitter& tx(int rank) { return *transmitters.at(static_cast<size_t>(rank)); }
+};
+
+class Runtime {
+ public:
+  // Collective: every process of the job constructs one Runtime.
+  Runtime(int& argc, char**& argv);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  static Runtime& current();
+
+  int rank() const { return boot_->rank(); }
+  int size() const { return boot_->size(); }
+  int machine() const { return machine_; }
+  int machines() const { return machines_; }
+  const std::string& hostname() const { return hostname_; }
+  int threads_per_process() const { return threads_; }
+  int numa_zones() const { return static_cast<int>(allocators_.size()); }
+  int local_zone() const { return local_zone_; }
+  bool pinning() const { return pin_; }
+
+  runtime::Bootstrap& bootstrap() { return *boot_; }
+  fabric::Provider& provider() { return *provider_; }
+  memory::RDMAAllocator& allocator(int zone = -1);
+  // The heap served to remote allocations in `zone` (-1: this process's zone).
+  memory::RegisteredHeap& heap(int zone = -1);
+  runtime::Service& service() { return *service_; }
+
+  void barrier() { boot_->barrier(); }
+  // Collective: builds a connected full mesh with the given queue sizes.
+  std::unique_ptr<Mesh> make_mesh(const fabric::QpCaps& caps, uint32_t recv_cq_depth = 0);
+  // Starts a long-lived named thread (index 1, 2, ...), pinned when pinning is on.
+  std::thread spawn(const std::string& label, std::function<void()> fn);
+
+ private:
+  void pin_thread(int index);
+  void setup_topology();
+
+  std::unique_ptr<runtime::Bootstrap> boot_;
+  std::unique_ptr<fabric::Provider> provider_;
+  std::vector<std::unique_ptr<memory::RDMAAllocator>> allocators_;
+  std::vector<std::unique_ptr<memory::RegisteredHeap>> heaps_;
+  std::unique_ptr<runtime::Service> service_;
+  std::string hostname_;
+  int machine_ = 0;
+  int machines_ = 1;
+  int threads_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
+  int local_zone_ = 0;
+  bool pin_ = false;
+  int numa_zones_hint_ = 1;
+  std::atomic<int> next_thread_{1};
+  void* topology_ = nullptr;  // hwloc_topology_t
+};
+
+}  // namespace loom

@@ -1,0 +1,102 @@
+#pragma once
+// Service threads and send-based service calls (seed 000 §4.3). A process-level service thread
+// receives SEND messages on one queue pair per peer and runs the handler the message names.
+// Calls are "no-setup": any thread may call any process without prior negotiation.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "dsm/fabric/fabric.hpp"
+#include "dsm/memory/circular_allocator.hpp"
+#include "dsm/memory/rdma_allocator.hpp"
+#include "dsm/runtime/bootstrap.hpp"
+#include "dsm/signal/transmitter.hpp"
+
+namespace loom::runtime {
+
+class Service;
+
+struct ServiceRequest {
+  int src_rank = -1;
+  uint32_t function = 0;
+  std::span<const std::byte> payload;
+  uint64_t token = 0;  // non-zero when the caller waits for a reply
+  Service* service = nullptr;
+};
+
+// A handler returns the reply payload (ignored for one-way calls); throwing loom::Error sends
+// the error text back to a waiting caller.
+using ServiceHandler = std::function<std::vector<std::byte>(const ServiceRequest&)>;
+
+class Service {
+ public:
+  struct Config {
+    uint32_t recv_buffers = 32;     // per peer
+    uint32_t message_bytes = 4096;  // largest message, header included
+  };
+  // Collective over the bootstrap: creates and connects one QP per peer (self included).
+  Service(Bootstrap& boot, fabric::Provider& provider, memory::RDMAAllocator& alloc, Config cfg);
+  ~Service();
+
+  // Function ids are FNV-1a hashes of names, identical in every process of the program.
+  static uint32_t id_of(std::string_view name);
+  uint32_t register_handler(std::string_view name, ServiceHandler h);
+
+  void start();
+  void stop();
+
+  // One-way call: returns once the message is posted.
+  void call(int dest, uint32_t function, std::span<const std::byte> payload);
+  // Request/reply: blocks (spin, yield, sleep) until the reply arrives.
+  std::vector<std::byte> call_sync(int dest, uint32_t function, std::span<const std::byte> payload);
+
+  size_t max_payload() const;
+  uint64_t bad_messages() const { return bad_.load(std::memory_order_relaxed); }
+  uint64_t handled() const { return handled_.load(std::memory_order_relaxed); }
+  bool on_service_thread() const;
+
+ private:
+  struct Pending;
+  struct Peer {
+    std::unique_ptr<fabric::CompletionQueue> send_cq;
+    std::unique_ptr<fabric::QueuePair> qp;
+    std::unique_ptr<signal::Transmitter> tx;
+    std::mutex send_mu;
+    std::unique_ptr<memory::LinearCircularAllocator> send_buffers;
+  };
+  void send(int dest, uint32_t function, uint32_t kind, uint64_t token, std::span<const std::byte> payload);
+  void loop();
+  void handle(const fabric::Completion& c);
+  void repost(size_t slot);
+  void reject(const std::string& why);
+
+  Bootstrap& boot_;
+  fabric::Provider& provider_;
+  memory::RDMAAllocator& alloc_;
+  Config cfg_;
+  std::unique_ptr<fabric::CompletionQueue> recv_cq_;
+  std::vector<std::unique_ptr<Peer>> peers_;
+  memory::RDMAMemory recv_chunk_;
+
+  std::shared_mutex handlers_mu_;
+  std::unordered_map<uint32_t, std::pair<std::string, ServiceHandler>> handlers_;
+
+  std::mutex pending_mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending_;
+  std::atomic<uint64_t> next_token_{1};
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::atomic<uint64_t> bad_{0};
+  std::atomic<uint64_t> handled_{0};
+};
+
+}  // namespace loom::runtime

@@ -1,0 +1,57 @@
+#pragma once
+// The one waiting discipline of Loom: spin briefly, then yield, then sleep. Tests run 8
+// processes on 2 cores; a waiter that only spins would take the core its producer needs.
+//
+// Backoff::pause() is for waits that nobody will signal (a flag written by a remote RDMA WRITE):
+// it ends in short timed sleeps. Waits that a producer can signal use a futex instead
+// (see CompletionQueue::wait and Backoff::should_sleep()).
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace loom::signal {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+class Backoff {
+ public:
+  static constexpr uint32_t kSpins = 64;
+  static constexpr uint32_t kYields = 32;
+
+  void pause() {
+    if (n_ < kSpins) {
+      cpu_relax();
+    } else if (n_ < kSpins + kYields) {
+      std::this_thread::yield();
+    } else {
+      // Timed sleeps grow from 20 us to 1 ms: short enough that a flag written by a peer is
+      // seen promptly, long enough that an idle waiter costs nothing.
+      uint32_t k = n_ - kSpins - kYields;
+      auto us = std::chrono::microseconds(k < 6 ? (20u << k) : 1000u);
+      std::this_thread::sleep_for(us);
+    }
+    ++n_;
+  }
+  // True once spinning and yielding are over: a waiter with a futex should sleep on it now.
+  bool should_sleep() const { return n_ >= kSpins + kYields; }
+  void spin_or_yield() {
+    if (n_ < kSpins) cpu_relax(); else std::this_thread::yield();
+    ++n_;
+  }
+  void reset() { n_ = 0; }
+
+ private:
+  uint32_t n_ = 0;
+};
+
+}  // namespace loom::signal

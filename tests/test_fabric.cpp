@@ -1,0 +1,348 @@
+// The fabric suite: the provider contract, exercised between processes. Run by ctest under
+// loomrun with 2, 4 and 8 processes; every provider must pass it unchanged.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "dsm/signal/backoff.hpp"
+#include "dsm/signal/notified_flag.hpp"
+#include "tests/mp_test.hpp"
+
+using namespace loom;
+using namespace loom::test;
+using fabric::Opcode;
+using fabric::Status;
+
+namespace {
+
+fabric::Completion wait_one(fabric::CompletionQueue& cq) {
+  fabric::Completion c;
+  signal::Backoff b;
+  while (cq.poll(std::span(&c, 1)) == 0) b.pause();
+  return c;
+}
+
+// Posts one signaled request on a raw QP and returns its completion.
+fabric::Completion run(fabric::QueuePair& qp, fabric::CompletionQueue& cq, fabric::SendWr wr) {
+  wr.signaled = true;
+  wr.wr_id = 0xC0FFEE;
+  EXPECT_EQ(qp.post_send(wr), fabric::PostResult::Ok);
+  auto c = wait_one(cq);
+  EXPECT_EQ(c.wr_id, 0xC0FFEEu);
+  return c;
+}
+
+fabric::SendWr rdma(Opcode op, const memory::RDMAMemory& local, size_t off, uint32_t len, const Remote& r, uint64_t roff) {
+  fabric::SendWr wr;
+  wr.opcode = op;
+  wr.local = {local.address() + off, len, local.lkey};
+  wr.remote_addr = r.addr + roff;
+  wr.rkey = r.rkey;
+  return wr;
+}
+
+fabric::QpCaps small_caps() {
+  fabric::QpCaps c;
+  c.max_send_wr = 64;
+  c.max_recv_wr = 64;
+  return c;
+}
+
+}  // namespace
+
+// One-sided WRITE/READ/atomics complete while the target process computes and never calls
+// into Loom: the target learns it may stop only from a flag the initiator WRITEs.
+TEST(Fabric, OneSidedNeedsNoTargetCpu) {
+  SharedBuffers buf(1 << 20);
+  auto mesh = rt().make_mesh(small_caps());
+  const int dst = right();
+  auto& qp = mesh->qp(dst);
+  auto& cq = *mesh->send_cqs[static_cast<size_t>(dst)];
+  uint8_t* mem = buf.local.bytes();
+  rt().barrier();
+
+  std::thread busy;
+  std::atomic<uint64_t> spins{0};
+  // The target part: compute until our own memory says stop (written remotely by the left rank).
+  auto* stop = reinterpret_cast<uint64_t*>(mem + 4096);
+  busy = std::thread([&] {
+    uint64_t x = 1;
+    do {
+      for (int i = 0; i < 1000; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
+      spins.fetch_add(1, std::memory_order_relaxed);
+    } while (std::atomic_ref<uint64_t>(*stop).load(std::memory_order_acquire) != 0xD0Eu);
+    EXPECT_NE(x, 0u);
+  });
+
+  // The initiator part, against the right neighbour.
+  const Remote& r = buf.remote[static_cast<size_t>(dst)];
+  uint8_t* src = mem + 65536;
+  for (int i = 0; i < 1000; ++i) src[i] = static_cast<uint8_t>(i * 7 + rt().rank());
+  EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 65536, 1000, r, 8192)).status, Status::Success);
+  uint8_t* back = mem + 131072;
+  auto c = run(qp, cq, rdma(Opcode::Read, buf.local, 131072, 1000, r, 8192));
+  EXPECT_EQ(c.status, Status::Success);
+  EXPECT_EQ(c.byte_len, 1000u);
+  EXPECT_EQ(std::memcmp(src, back, 1000), 0);
+
+  // CMP_SWAP: hit, then miss; FETCH_ADD.
+  auto* result = reinterpret_cast<uint64_t*>(mem + 196608);
+  auto cas = rdma(Opcode::CompareSwap, buf.local, 196608, 8, r, 16384);
+  cas.compare_add = 0;
+  cas.swap = 42;
+  EXPECT_EQ(run(qp, cq, cas).status, Status::Success);
+  EXPECT_EQ(*result, 0u);
+  cas.compare_add = 7;
+  cas.swap = 99;
+  EXPECT_EQ(run(qp, cq, cas).status, Status::Success);
+  EXPECT_EQ(*result, 42u);  // miss: returns the current value, leaves it
+  auto faa = rdma(Opcode::FetchAdd, buf.local, 196608, 8, r, 16384);
+  faa.compare_add = 8;
+  EXPECT_EQ(run(qp, cq, faa).status, Status::Success);
+  EXPECT_EQ(*result, 42u);
+
+  // Release the target.
+  auto* flag = reinterpret_cast<uint64_t*>(mem + 200000 - 200000 % 8);
+  *flag = 0xD0E;
+  EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 200000 - 200000 % 8, 8, r, 4096)).status, Status::Success);
+  busy.join();
+  rt().barrier();
+  // What the left neighbour did to us, checked locally.
+  const int from = left();
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(mem[8192 + i], static_cast<uint8_t>(i * 7 + from));
+  EXPECT_EQ(*reinterpret_cast<uint64_t*>(mem + 16384), 50u);
+  EXPECT_GT(spins.load(), 0u);
+}
+
+// N processes x M FETCH_ADDs on one word give exactly N*M (fabric atomics are atomic among
+// themselves), issued through Transmitters with selective signaling.
+TEST(Fabric, FetchAddCountsExactly) {
+  SharedBuffers buf(1 << 21);
+  auto mesh = rt().make_mesh(small_caps());
+  const int M = 2000;
+  auto& tx = mesh->tx(0);
+  for (int i = 0; i < M; ++i) {
+    auto wr = rdma(Opcode::FetchAdd, buf.local, 1024 + 8 * (i % 64), 8, buf.remote[0], 0);
+    wr.compare_add = 1;
+    ASSERT_TRUE(tx.post(wr).ok());
+  }
+  tx.flush();
+  EXPECT_EQ(tx.errors(), 0u);
+  rt().barrier();
+  if (rt().rank() == 0) {
+    EXPECT_EQ(*reinterpret_cast<uint64_t*>(buf.local.bytes()), static_cast<uint64_t>(M) * rt().size());
+  }
+}
+
+// SENDs on one queue pair arrive in order, each in its own posted receive.
+TEST(Fabric, SendRecvInOrderPerQueuePair) {
+  const int K = 48;
+  auto mesh = rt().make_mesh(small_caps());
+  const int n = rt().size();
+  memory::RDMAMemory rbuf = rt().allocator().allocate_chunk(static_cast<size_t>(n) * K * 64);
+  for (int p = 0; p < n; ++p)
+    for (int k = 0; k < K; ++k) {
+      fabric::RecvWr wr;
+      wr.wr_id = static_cast<uint64_t>(p * K + k);
+      wr.local = {rbuf.address() + static_cast<uint64_t>(p * K + k) * 64, 64, rbuf.lkey};
+      ASSERT_EQ(mesh->qp(p).post_recv(wr), fabric::PostResult::Ok);
+    }
+  rt().barrier();
+  memory::RDMAMemory sbuf = rt().allocator().allocate_chunk(1 << 16);
+  for (int d = 0; d < n; ++d) {
+    for (int k = 0; k < K; ++k) {
+      uint32_t* m = reinterpret_cast<uint32_t*>(sbuf.bytes() + (d * K + k) * 16);
+      m[0] = static_cast<uint32_t>(rt().rank());
+      m[1] = static_cast<uint32_t>(k);
+      fabric::SendWr wr;
+      wr.opcode = Opcode::Send;
+      wr.local = {reinterpret_cast<uint64_t>(m), 8, sbuf.lkey};
+      ASSERT_TRUE(mesh->tx(d).post(wr).ok());
+    }
+  }
+  std::vector<int> next(static_cast<size_t>(n), 0);
+  int got = 0;
+  while (got < n * K) {
+    auto c = wait_one(*mesh->recv_cq);
+    ASSERT_EQ(c.status, Status::Success);
+    ASSERT_EQ(c.opcode, Opcode::Recv);
+    ASSERT_EQ(c.byte_len, 8u);
+    const uint32_t* m = reinterpret_cast<const uint32_t*>(rbuf.bytes() + c.wr_id * 64);
+    ASSERT_EQ(static_cast<int>(m[0]), c.src_rank);
+    ASSERT_EQ(static_cast<int>(c.wr_id) / K, c.src_rank) << "landed in a receive posted on another QP";
+    ASSERT_EQ(static_cast<int>(m[1]), next[static_cast<size_t>(c.src_rank)]++) << "out of order from rank " << c.src_rank;
+    ++got;
+  }
+  for (int d = 0; d < n; ++d) mesh->tx(d).flush();
+  rt().barrier();
+  rt().allocator().free_chunk(sbuf);
+  rt().allocator().free_chunk(rbuf);
+}
+
+// WRITE_WITH_IMM: when the receive completion is seen, all the data is there.
+TEST(Fabric, WriteWithImmDataBeforeCompletion) {
+  SharedBuffers buf(1 << 21);
+  auto mesh = rt().make_mesh(small_caps());
+  fabric::RecvWr rw;
+  rw.wr_id = 77;
+  ASSERT_EQ(mesh->qp(left()).post_recv(rw), fabric::PostResult::Ok);
+  rt().barrier();
+  const uint32_t len = 256 * 1024;
+  for (uint32_t i = 0; i < len; ++i) buf.local.bytes()[len + i] = static_cast<uint8_t>(i ^ (i >> 8) ^ rt().rank());
+  auto wr = rdma(Opcode::WriteWithImm, buf.local, len, len, buf.remote[static_cast<size_t>(right())], 0);
+  wr.imm = 0xABCD0000u + static_cast<uint32_t>(rt().rank());
+  ASSERT_TRUE(mesh->tx(right()).post(wr).ok());
+  auto c = wait_one(*mesh->recv_cq);
+  EXPECT_EQ(c.status, Status::Success);
+  EXPECT_EQ(c.opcode, Opcode::RecvWriteWithImm);
+  EXPECT_TRUE(c.with_imm);
+  EXPECT_EQ(c.wr_id, 77u);
+  EXPECT_EQ(c.imm, 0xABCD0000u + static_cast<uint32_t>(left()));
+  EXPECT_EQ(c.byte_len, len);
+  for (uint32_t i = 0; i < len; ++i) ASSERT_EQ(buf.local.bytes()[i], static_cast<uint8_t>(i ^ (i >> 8) ^ left()));
+  mesh->tx(right()).flush();
+}
+
+// Bad keys, bounds and requests give error completions (never a stray access or a crash); the
+// QP then flushes until reset, as an RC QP does.
+TEST(Fabric, BadKeysAndBoundsAreErrors) {
+  SharedBuffers buf(1 << 21);
+  auto mesh = rt().make_mesh(small_caps());
+  const int dst = right();
+  auto& qp = mesh->qp(dst);
+  auto& cq = *mesh->send_cqs[static_cast<size_t>(dst)];
+  Remote r = buf.remote[static_cast<size_t>(dst)];
+
+  auto expect_error = [&](fabric::SendWr wr, Status want, int line) {
+    SCOPED_TRACE("case at line " + std::to_string(line));
+    EXPECT_EQ(run(qp, cq, wr).status, want);
+    EXPECT_EQ(qp.state(), fabric::QpState::Error);
+    // Later requests are flushed until the QP is reset.
+    EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 0, 8, r, 0)).status, Status::WorkRequestFlushed);
+    qp.reset();
+    EXPECT_EQ(qp.state(), fabric::QpState::Ready);
+    EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 0, 8, r, 0)).status, Status::Success);
+  };
+  Remote bad = r;
+  bad.rkey ^= 0x5a5a;  // unknown key
+  expect_error(rdma(Opcode::Write, buf.local, 0, 8, bad, 0), Status::RemoteAccessError, __LINE__);
+  bad = r;
+  bad.rkey = 0;
+  expect_error(rdma(Opcode::Read, buf.local, 0, 8, bad, 0), Status::RemoteAccessError, __LINE__);
+  expect_error(rdma(Opcode::Read, buf.local, 0, 8, r, ~uint64_t{0} - r.addr - 3), Status::RemoteAccessError, __LINE__);  // wraps
+  expect_error(rdma(Opcode::FetchAdd, buf.local, 0, 8, r, 4), Status::RemoteInvalidRequest, __LINE__);  // misaligned atomic
+  fabric::SendWr badlocal = rdma(Opcode::Write, buf.local, 0, 8, r, 0);
+  badlocal.local.lkey ^= 0x1234;
+  expect_error(badlocal, Status::LocalProtectionError, __LINE__);
+  // Malformed requests are refused at post time.
+  EXPECT_EQ(qp.post_send(rdma(Opcode::FetchAdd, buf.local, 0, 4, r, 0)), fabric::PostResult::InvalidArgument);
+  fabric::SendWr big = rdma(Opcode::Write, buf.local, 0, 4096, r, 0);
+  big.inline_data = true;
+  EXPECT_EQ(qp.post_send(big), fabric::PostResult::InvalidArgument);
+
+  // A revoked registration: deregister, and the peer's next access fails.
+  memory::RDMAMemory extra = rt().allocator().allocate_chunk(1 << 21);
+  auto mr = rt().provider().register_memory(extra.addr, 4096, fabric::kAllAccess);
+  Remote mine{mr.addr ? reinterpret_cast<uint64_t>(mr.addr) : 0, mr.rkey, 0};
+  auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&mine, 1)));
+  Remote theirs;
+  std::memcpy(&theirs, all[static_cast<size_t>(dst)].data(), sizeof theirs);
+  EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 0, 8, theirs, 0)).status, Status::Success);
+  EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 0, 64, theirs, 4096 - 64)).status, Status::Success);
+  expect_error(rdma(Opcode::Write, buf.local, 0, 64, theirs, 4096 - 32), Status::RemoteAccessError, __LINE__);  // past the end
+  expect_error(rdma(Opcode::Read, buf.local, 0, 8, theirs, static_cast<uint64_t>(-8)), Status::RemoteAccessError, __LINE__);  // before
+  rt().barrier();
+  rt().provider().deregister(mr);
+  rt().barrier();
+  expect_error(rdma(Opcode::Write, buf.local, 0, 8, theirs, 0), Status::RemoteAccessError, __LINE__);
+  rt().barrier();
+  rt().allocator().free_chunk(extra);
+  // Remote-read-only registration refuses writes and atomics.
+  auto ro = rt().provider().register_memory(buf.local.bytes() + 8192, 4096, fabric::kRemoteRead | fabric::kLocalWrite);
+  Remote rmine{reinterpret_cast<uint64_t>(ro.addr), ro.rkey, 0};
+  all = rt().bootstrap().allgather(std::as_bytes(std::span(&rmine, 1)));
+  std::memcpy(&theirs, all[static_cast<size_t>(dst)].data(), sizeof theirs);
+  EXPECT_EQ(run(qp, cq, rdma(Opcode::Read, buf.local, 0, 8, theirs, 0)).status, Status::Success);
+  expect_error(rdma(Opcode::Write, buf.local, 0, 8, theirs, 0), Status::RemoteAccessError, __LINE__);
+  rt().barrier();
+  rt().provider().deregister(ro);
+}
+
+// Posting beyond the send-queue depth is refused, as on a NIC; polling a signaled completion
+// frees the entries before it.
+TEST(Fabric, SendQueueDepthIsEnforced) {
+  SharedBuffers buf(1 << 21);
+  fabric::QpCaps caps;
+  caps.max_send_wr = 4;
+  caps.max_recv_wr = 4;
+  auto mesh = rt().make_mesh(caps);
+  auto& qp = mesh->qp(right());
+  auto& cq = *mesh->send_cqs[static_cast<size_t>(right())];
+  Remote r = buf.remote[static_cast<size_t>(right())];
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::Ok);
+  auto wr = rdma(Opcode::Write, buf.local, 0, 8, r, 0);
+  wr.signaled = true;
+  wr.wr_id = 5;
+  ASSERT_EQ(qp.post_send(wr), fabric::PostResult::Ok);
+  EXPECT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::QueueFull);
+  EXPECT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::QueueFull);
+  EXPECT_EQ(wait_one(cq).wr_id, 5u);
+  EXPECT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::Ok);
+  // Receive queue depth too.
+  fabric::RecvWr rw;
+  auto& rq = mesh->qp(left());
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(rq.post_recv(rw), fabric::PostResult::Ok);
+  EXPECT_EQ(rq.post_recv(rw), fabric::PostResult::QueueFull);
+  wr.opcode = Opcode::Write;
+  ASSERT_EQ(qp.post_send(wr), fabric::PostResult::Ok);
+  wait_one(cq);
+  rt().barrier();
+}
+
+// A receive buffer too small for a SEND: the receiver sees a length error, the sender a remote
+// invalid request; nothing is written past the buffer.
+TEST(Fabric, SendLargerThanReceiveIsAnError) {
+  SharedBuffers buf(1 << 21);
+  auto mesh = rt().make_mesh(small_caps());
+  std::memset(buf.local.bytes() + 1000, 0xEE, 64);
+  fabric::RecvWr rw;
+  rw.wr_id = 9;
+  rw.local = {buf.local.address() + 1000, 16, buf.local.lkey};
+  ASSERT_EQ(mesh->qp(left()).post_recv(rw), fabric::PostResult::Ok);
+  rt().barrier();
+  auto& qp = mesh->qp(right());
+  fabric::SendWr wr;
+  wr.opcode = Opcode::Send;
+  wr.local = {buf.local.address() + 4096, 32, buf.local.lkey};
+  EXPECT_EQ(run(qp, *mesh->send_cqs[static_cast<size_t>(right())], wr).status, Status::RemoteInvalidRequest);
+  auto c = wait_one(*mesh->recv_cq);
+  EXPECT_EQ(c.status, Status::LocalLengthError);
+  EXPECT_EQ(c.wr_id, 9u);
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(buf.local.bytes()[1000 + i], 0xEE);
+  rt().barrier();
+}
+
+// Seed 002's notified flags: data and a trailing flag in one WRITE; the target polls the flag.
+TEST(Fabric, NotifiedFlagMeansDataComplete) {
+  const size_t cap = 100000;
+  SharedBuffers buf(1 << 21);
+  auto mesh = rt().make_mesh(small_caps());
+  auto& tx = mesh->tx(right());
+  uint8_t* staging = buf.local.bytes() + (1 << 20);
+  std::vector<uint8_t> data(cap);
+  for (int round = 1; round <= 20; ++round) {
+    for (size_t i = 0; i < cap; ++i) data[i] = static_cast<uint8_t>(i * round + rt().rank());
+    signal::stage_notified(staging, cap, data.data(), cap, static_cast<uint64_t>(round));
+    auto wr = rdma(Opcode::Write, buf.local, 1 << 20, static_cast<uint32_t>(signal::NotifiedLayout::bytes(cap)),
+                   buf.remote[static_cast<size_t>(right())], 0);
+    auto p = tx.post(wr);
+    ASSERT_TRUE(p.ok());
+    signal::wait_notified(buf.local.bytes(), cap, static_cast<uint64_t>(round));
+    for (size_t i = 0; i < cap; ++i) ASSERT_EQ(buf.local.bytes()[i], static_cast<uint8_t>(i * round + left()));
+    tx.wait(p.tag);  // the staging area may be rewritten now
+    rt().barrier();
+  }
+}

@@ -1,0 +1,193 @@
+// Allocators: placement policies, fragmentation and coalescing, circular recycling by flush
+// tags, and one registration per superchunk. Single process (a job of one).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "dsm/common/error.hpp"
+#include "dsm/memory/circular_allocator.hpp"
+#include "dsm/memory/general_allocator.hpp"
+#include "dsm/memory/registered_heap.hpp"
+#include "dsm/runtime/runtime.hpp"
+
+using namespace loom;
+using namespace loom::memory;
+
+namespace {
+// A flush source the test advances by hand, standing in for a Transmitter's completions.
+struct ManualFlush : FlushSource {
+  uint64_t done = 0;
+  uint64_t completed_flush() const override { return done; }
+};
+
+// Holes of 100, 300 and 200 bytes (at 0, 400 and 1000), separated by live blocks.
+GeneralAllocator holes(Fit fit) {
+  GeneralAllocator a(1300, fit, 4);
+  auto h1 = a.allocate(100);   // 0
+  auto b1 = a.allocate(300);   // 100
+  auto h2 = a.allocate(300);   // 400
+  auto b2 = a.allocate(300);   // 700
+  auto h3 = a.allocate(200);   // 1000
+  auto b3 = a.allocate(100);   // 1200
+  EXPECT_TRUE(h1 && b1 && h2 && b2 && h3 && b3);
+  EXPECT_FALSE(a.allocate(1));
+  a.free(*h1);
+  a.free(*h2);
+  a.free(*h3);
+  return a;
+}
+}  // namespace
+
+TEST(GeneralAllocator, FitPoliciesChooseTheRightHole) {
+  { auto a = holes(Fit::First); EXPECT_EQ(a.allocate(150), 400u); }
+  { auto a = holes(Fit::Best); EXPECT_EQ(a.allocate(150), 1000u); }
+  { auto a = holes(Fit::Worst); EXPECT_EQ(a.allocate(150), 400u); EXPECT_EQ(a.allocate(80), 1000u); }
+  {
+    auto a = holes(Fit::Next);
+    EXPECT_EQ(a.allocate(50), 0u);     // the rover was past the end: wraps to the start
+    EXPECT_EQ(a.allocate(50), 400u);   // continues after the last allocation, not from the start
+    EXPECT_EQ(a.allocate(232), 452u);
+    EXPECT_EQ(a.allocate(180), 1000u);
+    EXPECT_EQ(a.allocate(40), 52u);    // wraps around to the hole left at the start
+  }
+}
+
+TEST(GeneralAllocator, CoalescesAndReportsFragmentation) {
+  GeneralAllocator a(1 << 20, Fit::First, 64);
+  std::vector<uint64_t> blocks;
+  for (int i = 0; i < 64; ++i) blocks.push_back(*a.allocate(4096));
+  for (int i = 0; i < 64; i += 2) a.free(blocks[static_cast<size_t>(i)]);
+  EXPECT_EQ(a.free_blocks(), 33u);  // 32 holes + the tail
+  EXPECT_EQ(a.largest_free(), (1u << 20) - 64u * 4096);
+  EXPECT_FALSE(a.allocate((1 << 20) - 32 * 4096 + 1));  // enough bytes, but fragmented
+  for (int i = 1; i < 64; i += 2) a.free(blocks[static_cast<size_t>(i)]);
+  EXPECT_EQ(a.free_blocks(), 1u);
+  EXPECT_EQ(a.free_bytes(), 1u << 20);
+  EXPECT_EQ(a.allocate(1 << 20), 0u);
+}
+
+TEST(GeneralAllocator, DoubleFreeAndBadOffsetsAreErrors) {
+  GeneralAllocator a(4096, Fit::Best);
+  auto x = a.allocate(100);
+  ASSERT_TRUE(x);
+  a.free(*x);
+  EXPECT_THROW(a.free(*x), Error);
+  EXPECT_THROW(a.free(12345), Error);
+  EXPECT_FALSE(a.allocate(8192));
+  EXPECT_THROW(GeneralAllocator(4096, Fit::Best, 3), Error);
+  EXPECT_THROW(parse_fit("random"), Error);
+}
+
+class WithRuntime : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    int argc = 0;
+    char** argv = nullptr;
+    rt_ = new Runtime(argc, argv);
+  }
+  static void TearDownTestSuite() { delete rt_; }
+  static Runtime* rt_;
+};
+Runtime* WithRuntime::rt_ = nullptr;
+
+TEST_F(WithRuntime, RDMAAllocatorRegistersOncePerSuperchunk) {
+  RDMAAllocator a(rt_->provider(), 0, 16u << 20);
+  std::vector<RDMAMemory> chunks;
+  for (int i = 0; i < 8; ++i) chunks.push_back(a.allocate_chunk(1u << 20));  // 8 x 2 MiB in one 16 MiB
+  EXPECT_EQ(a.registrations(), 1u);
+  std::set<uint32_t> keys;
+  for (auto& c : chunks) {
+    EXPECT_EQ(c.size, 2u << 20);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(c.addr) % (2u << 20), reinterpret_cast<uintptr_t>(chunks[0].addr) % (2u << 20));
+    keys.insert(c.rkey);
+  }
+  EXPECT_EQ(keys.size(), 1u);
+  auto more = a.allocate_chunk(1);
+  EXPECT_NE(more.addr, nullptr);
+  EXPECT_EQ(a.registrations(), 2u);
+  a.free_chunk(chunks[3]);
+  auto again = a.allocate_chunk(2u << 20);
+  EXPECT_EQ(again.addr, chunks[3].addr);  // freed chunks are reused
+  auto big = a.allocate_chunk(40u << 20);  // larger than a superchunk: its own registration
+  EXPECT_EQ(a.registrations(), 3u);
+  EXPECT_EQ(big.size, 40u << 20);
+  EXPECT_THROW(a.free_chunk(RDMAMemory{reinterpret_cast<void*>(0x1000), 4096, 0, 0, 0}), Error);
+}
+
+TEST_F(WithRuntime, CircularAllocatorRecyclesByFlushTag) {
+  ManualFlush f;
+  CircularAllocator c(rt_->allocator(), 256, 4, 8, Growth::Linear);
+  std::vector<Unit*> first;
+  for (int i = 0; i < 4; ++i) {
+    Unit* u = c.next();
+    ASSERT_NE(u, nullptr);
+    CircularAllocator::tag(u, f, static_cast<uint64_t>(i));  // tags 0..3, none complete
+    first.push_back(u);
+  }
+  // All four busy: grows by 4 (linear) up to the maximum of 8, then refuses.
+  for (int i = 0; i < 4; ++i) {
+    Unit* u = c.next();
+    ASSERT_NE(u, nullptr);
+    CircularAllocator::tag(u, f, 10);
+  }
+  EXPECT_EQ(c.units(), 8u);
+  EXPECT_EQ(c.next(), nullptr);
+  // Completing flush 2 frees units tagged 0 and 1 at once, in circular order.
+  f.done = 2;
+  Unit* a = c.next();
+  Unit* b = c.next();
+  EXPECT_EQ(a, first[0]);
+  EXPECT_EQ(b, first[1]);
+  EXPECT_EQ(c.next(), nullptr);
+  CircularAllocator::release(a);
+  CircularAllocator::release(b);
+  EXPECT_EQ(a->uses, 2u);
+}
+
+TEST_F(WithRuntime, CircularAllocatorGrowsExponentially) {
+  ManualFlush f;
+  CircularAllocator c(rt_->allocator(), 64, 2, 16, Growth::Exponential);
+  for (int i = 0; i < 16; ++i) {
+    Unit* u = c.next();
+    ASSERT_NE(u, nullptr);
+    CircularAllocator::tag(u, f, 1);
+  }
+  EXPECT_EQ(c.units(), 16u);  // 2 -> 4 -> 8 -> 16
+  EXPECT_EQ(c.next(), nullptr);
+}
+
+TEST_F(WithRuntime, LinearCircularPacksSegmentsAndRecyclesUnits) {
+  ManualFlush f;
+  LinearCircularAllocator lc(rt_->allocator(), 1024, 2, 2);
+  auto s1 = lc.allocate(100);
+  auto s2 = lc.allocate(100, 64);
+  ASSERT_TRUE(s1 && s2);
+  EXPECT_EQ(s1->unit, s2->unit);
+  EXPECT_EQ(s2->mem.bytes() - s1->mem.bytes(), 128);
+  lc.tag(*s1, f, 5);
+  lc.tag(*s2, f, 6);
+  auto s3 = lc.allocate(900);  // does not fit: next unit
+  ASSERT_TRUE(s3);
+  EXPECT_NE(s3->unit, s1->unit);
+  lc.tag(*s3, f, 7);
+  EXPECT_FALSE(lc.allocate(1000));  // both units busy
+  f.done = 7;                       // tags 5 and 6 complete; 7 not yet
+  auto s4 = lc.allocate(1000);
+  ASSERT_TRUE(s4);
+  EXPECT_EQ(s4->unit, s1->unit);
+  EXPECT_FALSE(lc.allocate(2000));  // larger than a unit
+}
+
+TEST_F(WithRuntime, RegisteredHeapFreesAndRejectsBadPointers) {
+  RegisteredHeap h(rt_->allocator(), Fit::Best, 2u << 20);
+  auto a = h.allocate(1000);
+  auto b = h.allocate(3u << 20);  // larger than a region: a region of its own
+  EXPECT_EQ(h.live_allocations(), 2u);
+  ASSERT_TRUE(h.find(a.addr));
+  EXPECT_EQ(h.find(a.addr)->lkey, a.lkey);
+  h.free(a.addr);
+  EXPECT_THROW(h.free(a.addr), Error);
+  EXPECT_THROW(h.free(&h), Error);
+  h.free(b.addr);
+  EXPECT_EQ(h.live_allocations(), 0u);
+}

@@ -1,0 +1,134 @@
+// Service threads, send-based service calls and remote allocation, between processes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "dsm/runtime/remote_memory.hpp"
+#include "dsm/signal/backoff.hpp"
+#include "tests/mp_test.hpp"
+
+using namespace loom;
+using namespace loom::test;
+
+namespace {
+std::vector<std::byte> bytes_of(const std::string& s) {
+  auto b = std::as_bytes(std::span(s.data(), s.size()));
+  return {b.begin(), b.end()};
+}
+std::string text_of(const std::vector<std::byte>& b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
+}  // namespace
+
+TEST(Service, RequestReplyBetweenEveryPair) {
+  static std::atomic<int> seen{0};
+  rt().service().register_handler("test.echo", [](const runtime::ServiceRequest& r) {
+    seen.fetch_add(1);
+    std::string s = "rank " + std::to_string(Runtime::current().rank()) + " got '" +
+                    std::string(reinterpret_cast<const char*>(r.payload.data()), r.payload.size()) + "' from " +
+                    std::to_string(r.src_rank);
+    return bytes_of(s);
+  });
+  rt().barrier();
+  for (int d = 0; d < rt().size(); ++d) {
+    auto reply = rt().service().call_sync(d, runtime::Service::id_of("test.echo"), bytes_of("hi"));
+    EXPECT_EQ(text_of(reply), "rank " + std::to_string(d) + " got 'hi' from " + std::to_string(rt().rank()));
+  }
+  rt().barrier();
+  EXPECT_EQ(seen.load(), rt().size());
+}
+
+TEST(Service, OneWayCallsNeedNoSetupAndArriveOnce) {
+  static std::atomic<int> count{0};
+  rt().service().register_handler("test.count", [](const runtime::ServiceRequest&) {
+    count.fetch_add(1);
+    return std::vector<std::byte>{};
+  });
+  rt().barrier();
+  const int K = 500;
+  // From two threads at once: calls are no-setup and thread-safe.
+  auto sender = [&] {
+    for (int i = 0; i < K; ++i) rt().service().call(right(), runtime::Service::id_of("test.count"), {});
+  };
+  std::thread t1(sender), t2(sender);
+  t1.join();
+  t2.join();
+  signal::Backoff b;
+  while (count.load() < 2 * K) b.pause();
+  rt().barrier();
+  EXPECT_EQ(count.load(), 2 * K);
+}
+
+TEST(Service, BadCallsAreErrorsAndTheReceiverKeepsRunning) {
+  uint64_t bad_before = rt().service().bad_messages();
+  rt().barrier();
+  // An id nobody registered.
+  try {
+    rt().service().call_sync(right(), 0x12345678u, {});
+    FAIL() << "an unknown function id must fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown function id"), std::string::npos) << e.what();
+  }
+  // Oversized payloads are refused before sending.
+  std::vector<std::byte> huge(rt().service().max_payload() + 1);
+  EXPECT_THROW(rt().service().call(right(), runtime::Service::id_of("test.echo"), huge), Error);
+  EXPECT_THROW(rt().service().call(rt().size(), runtime::Service::id_of("test.echo"), {}), Error);
+  EXPECT_THROW(rt().service().call(-1, runtime::Service::id_of("test.echo"), {}), Error);
+  rt().barrier();
+  EXPECT_EQ(rt().service().bad_messages(), bad_before + 1);
+  // Still serving.
+  auto reply = rt().service().call_sync(right(), runtime::Service::id_of("test.echo"), bytes_of("again"));
+  EXPECT_NE(text_of(reply).find("again"), std::string::npos);
+  rt().barrier();
+}
+
+TEST(RemoteMemory, AllocateWriteReadFree) {
+  auto mesh = rt().make_mesh(fabric::QpCaps{});
+  memory::RDMAMemory local = rt().allocator().allocate_chunk(1 << 21);
+  const int dst = right();
+  RemoteMemoryLocator loc = remote_allocate(rt(), dst, 100000);
+  ASSERT_TRUE(loc.valid());
+  EXPECT_EQ(loc.rank, dst);
+  EXPECT_GE(loc.size, 100000u);
+  for (int i = 0; i < 100000; ++i) local.bytes()[i] = static_cast<uint8_t>(i * 13 + 1);
+  fabric::SendWr wr;
+  wr.opcode = fabric::Opcode::Write;
+  wr.local = {local.address(), 100000, local.lkey};
+  wr.remote_addr = loc.addr;
+  wr.rkey = loc.rkey;
+  auto& tx = mesh->tx(dst);
+  ASSERT_TRUE(tx.post(wr).ok());
+  wr.opcode = fabric::Opcode::Read;
+  wr.local = {local.address() + 200000, 100000, local.lkey};
+  auto p = tx.post(wr);
+  ASSERT_TRUE(p.ok());
+  tx.wait(p.tag);
+  EXPECT_EQ(tx.errors(), 0u);
+  EXPECT_EQ(std::memcmp(local.bytes(), local.bytes() + 200000, 100000), 0);
+  remote_free(rt(), loc);
+  try {
+    remote_free(rt(), loc);
+    FAIL() << "double free must fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("double free"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(remote_allocate(rt(), dst, 0), Error);
+  EXPECT_THROW(remote_allocate(rt(), dst, 1ull << 40), Error);
+  EXPECT_THROW(remote_allocate(rt(), dst, 64, 1000), Error);  // no such zone
+  EXPECT_THROW(remote_allocate(rt(), rt().size() + 3, 64), Error);
+  rt().barrier();
+  EXPECT_EQ(rt().heap().live_allocations(), 0u);
+  rt().allocator().free_chunk(local);
+}
+
+TEST(Runtime, NamesMachinesProcessesAndThreads) {
+  EXPECT_EQ(this_thread_name().process, rt().rank());
+  EXPECT_EQ(this_thread_name().thread, 0);
+  EXPECT_EQ(rt().machines(), 1);
+  EXPECT_EQ(rt().machine(), 0);
+  std::string name;
+  auto t = rt().spawn("worker", [&] { name = this_thread_name().str(); });
+  t.join();
+  EXPECT_NE(name.find("m0.p" + std::to_string(rt().rank()) + ".t"), std::string::npos) << name;
+  EXPECT_NE(name.find("(worker)"), std::string::npos) << name;
+  EXPECT_GE(rt().numa_zones(), 1);
+}

@@ -1,0 +1,112 @@
+// Selective-signaling stress: T threads share one queue pair (one Transmitter) for 10^6 posts.
+// No post may overflow the send queue, and every buffer must be recycled exactly once, only
+// after the flush number proves its operation complete.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <unordered_map>
+
+#include "dsm/common/env.hpp"
+#include "dsm/memory/circular_allocator.hpp"
+#include "tests/mp_test.hpp"
+
+using namespace loom;
+using namespace loom::test;
+
+TEST(Transmitter, ManyThreadsOneQueuePairNoOverflowExactRecycling) {
+  const int T = static_cast<int>(env::get_int("LOOM_TEST_STRESS_THREADS", 4));
+  const uint64_t total = static_cast<uint64_t>(env::get_int("LOOM_TEST_STRESS_POSTS", 1000000));
+  const uint64_t per_thread = total / static_cast<uint64_t>(T);
+  const size_t slots = 256;  // per thread, at the target
+  SharedBuffers buf(static_cast<size_t>(T) * slots * 64 + 4096);
+  fabric::QpCaps caps;
+  caps.max_send_wr = 128;  // small, so that credits run out often
+  auto mesh = rt().make_mesh(caps);
+  const int dst = right();
+  signal::Transmitter& tx = mesh->tx(dst);
+  const Remote r = buf.remote[static_cast<size_t>(dst)];
+  std::atomic<uint64_t> overflow{0}, early_reuse{0}, handed{0}, recycled{0};
+
+  auto worker = [&](int t) {
+    memory::CircularAllocator units(rt().allocator(), 64, 8, 64);
+    std::unordered_map<memory::Unit*, std::pair<uint64_t, bool>> outstanding;  // tag, live
+    for (uint64_t i = 0; i < per_thread; ++i) {
+      memory::Unit* u;
+      while ((u = units.next()) == nullptr) tx.progress();
+      handed.fetch_add(1, std::memory_order_relaxed);
+      auto it = outstanding.find(u);
+      if (it != outstanding.end() && it->second.second) {
+        // Reused: its previous operation must be proven complete by the flush number.
+        if (!tx.complete(it->second.first)) early_reuse.fetch_add(1);
+        recycled.fetch_add(1, std::memory_order_relaxed);
+        it->second.second = false;
+      }
+      auto* m = reinterpret_cast<uint64_t*>(u->mem.bytes());
+      m[0] = (static_cast<uint64_t>(t) << 48) | i;
+      fabric::SendWr wr;
+      wr.opcode = fabric::Opcode::Write;
+      wr.local = {u->mem.address(), 8, u->mem.lkey};
+      wr.remote_addr = r.addr + (static_cast<uint64_t>(t) * slots + i % slots) * 64;
+      wr.rkey = r.rkey;
+      auto p = tx.post(wr);
+      if (p.result == fabric::PostResult::QueueFull) overflow.fetch_add(1);
+      ASSERT_TRUE(p.ok()) << fabric::to_string(p.result);
+      memory::CircularAllocator::tag(u, tx, p.tag);
+      outstanding[u] = {p.tag, true};
+    }
+    tx.flush();
+    for (auto& [u, st] : outstanding) {
+      if (st.second) {
+        EXPECT_TRUE(tx.complete(st.first));
+        recycled.fetch_add(1, std::memory_order_relaxed);
+        st.second = false;
+      }
+      EXPECT_TRUE(u->reusable());
+    }
+    EXPECT_LE(units.units(), 64u);
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < T; ++t) threads.emplace_back(worker, t);
+  for (auto& th : threads) th.join();
+  tx.flush();
+
+  EXPECT_EQ(overflow.load(), 0u);
+  EXPECT_EQ(early_reuse.load(), 0u);
+  EXPECT_EQ(tx.errors(), 0u);
+  EXPECT_EQ(handed.load(), per_thread * static_cast<uint64_t>(T));
+  EXPECT_EQ(recycled.load(), handed.load()) << "every buffer handed out is recycled exactly once";
+  EXPECT_GE(tx.posts(), per_thread * static_cast<uint64_t>(T));  // plus the flush markers
+  EXPECT_LT(tx.signaled_posts(), tx.posts() / 8 + 64) << "most posts must be unsignaled";
+  EXPECT_EQ(tx.credits(), static_cast<int64_t>(tx.depth())) << "all credits return once everything completed";
+  rt().barrier();
+  // The target holds the last value each thread wrote into each slot.
+  for (int t = 0; t < T; ++t) {
+    for (uint64_t s = 0; s < slots && s < per_thread; ++s) {
+      uint64_t last = per_thread - 1 - ((per_thread - 1 - s) % slots);
+      uint64_t want = (static_cast<uint64_t>(t) << 48) | last;
+      ASSERT_EQ(*reinterpret_cast<uint64_t*>(buf.local.bytes() + (static_cast<uint64_t>(t) * slots + s) * 64), want)
+          << "thread " << t << " slot " << s;
+    }
+  }
+}
+
+// The flush tag of a post is complete only once a later signaled completion arrived.
+TEST(Transmitter, WaitAndFlushCompleteEverything) {
+  SharedBuffers buf(1 << 21);
+  auto mesh = rt().make_mesh(fabric::QpCaps{});
+  auto& tx = mesh->tx(right());
+  const Remote r = buf.remote[static_cast<size_t>(right())];
+  fabric::SendWr wr;
+  wr.opcode = fabric::Opcode::Write;
+  wr.local = {buf.local.address(), 8, buf.local.lkey};
+  wr.remote_addr = r.addr;
+  wr.rkey = r.rkey;
+  auto p = tx.post(wr);
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(tx.complete(p.tag)) << "an unsignaled post alone proves nothing";
+  tx.wait(p.tag);
+  EXPECT_TRUE(tx.complete(p.tag));
+  EXPECT_EQ(tx.credits(), static_cast<int64_t>(tx.depth()));
+  rt().barrier();
+}
