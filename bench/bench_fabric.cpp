@@ -1,1 +1,403 @@
-int main(){}
+// Seed 000 Fig. 2 on this machine: one-sided WRITE message rate vs size through (a) a bare queue
+// pair with hand-written selective signaling, (b) the Transmitter (automatic signaling and
+// buffer recycling), (c) UCX's ucp_put_nbx over shared memory, beside memcpy and a cache-line
+// ping-pong as the floor. Run: loomrun -n 2 bench_fabric [--quick] [--csv FILE]
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dsm/common/env.hpp"
+#include "dsm/memory/circular_allocator.hpp"
+#include "dsm/runtime/runtime.hpp"
+#include "dsm/signal/backoff.hpp"
+
+#ifdef LOOM_HAVE_UCX
+#include <ucp/api/ucp.h>
+#endif
+
+using namespace loom;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+struct Row {
+  std::string variant;
+  size_t size;
+  std::string metric;
+  double value;
+  std::string unit;
+};
+
+struct Target {
+  uint64_t addr;
+  uint32_t rkey;
+  uint32_t pad;
+};
+
+constexpr uint32_t kDepth = 256;
+constexpr size_t kRegion = 64u << 20;  // target window; writes cycle through it
+
+double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
+
+// (a) Hand-written selective signaling on a bare QP: one thread, signal every depth/4-th post,
+// poll when the queue could fill. Sources cycle through a ring the code manages itself.
+double run_manual(fabric::QueuePair& qp, fabric::CompletionQueue& cq, const memory::RDMAMemory& src, const Target& t,
+                  size_t size, size_t count) {
+  const uint32_t k = kDepth / 4;
+  const size_t ring = std::max<size_t>(1, src.size / std::max<size_t>(size, 64));
+  uint64_t posted = 0, completed = 0;  // in units of WRs retired by polled signals
+  fabric::Completion c[16];
+  auto t0 = clk::now();
+  for (size_t i = 0; i < count; ++i) {
+    while (posted - completed + 1 > kDepth - k) {
+      int n = cq.poll(c);
+      for (int j = 0; j < n; ++j) completed = c[j].wr_id;
+    }
+    size_t slot = (i % ring) * std::max<size_t>(size, 64);
+    *reinterpret_cast<uint64_t*>(src.bytes() + slot) = i;
+    fabric::SendWr wr;
+    wr.opcode = fabric::Opcode::Write;
+    wr.local = {src.address() + slot, static_cast<uint32_t>(size), src.lkey};
+    wr.remote_addr = t.addr + (i * size) % (kRegion - size);
+    wr.rkey = t.rkey;
+    ++posted;
+    wr.signaled = (posted % k == 0) || i + 1 == count;
+    wr.wr_id = posted;
+    if (qp.post_send(wr) != fabric::PostResult::Ok) {
+      std::fprintf(stderr, "manual-ss: post failed\n");
+      std::exit(1);
+    }
+  }
+  while (completed < posted) {
+    int n = cq.poll(c);
+    for (int j = 0; j < n; ++j) completed = c[j].wr_id;
+  }
+  return seconds_since(t0);
+}
+
+// (b) The Transmitter: buffers from a circular allocator recycled by flush numbers.
+double run_transmitter(signal::Transmitter& tx, memory::CircularAllocator& units, const Target& t, size_t size,
+                       size_t count) {
+  auto t0 = clk::now();
+  for (size_t i = 0; i < count; ++i) {
+    memory::Unit* u;
+    while ((u = units.next()) == nullptr) tx.progress();
+    *reinterpret_cast<uint64_t*>(u->mem.bytes()) = i;
+    fabric::SendWr wr;
+    wr.opcode = fabric::Opcode::Write;
+    wr.local = {u->mem.address(), static_cast<uint32_t>(size), u->mem.lkey};
+    wr.remote_addr = t.addr + (i * size) % (kRegion - size);
+    wr.rkey = t.rkey;
+    auto p = tx.post(wr);
+    if (!p.ok()) {
+      std::fprintf(stderr, "transmitter: post failed\n");
+      std::exit(1);
+    }
+    memory::CircularAllocator::tag(u, tx, p.tag);
+  }
+  tx.flush();
+  return seconds_since(t0);
+}
+
+double run_memcpy(uint8_t* dst, const uint8_t* src, size_t size, size_t count) {
+  auto t0 = clk::now();
+  for (size_t i = 0; i < count; ++i) {
+    std::memcpy(dst + (i * size) % (kRegion - size), src, size);
+    asm volatile("" ::: "memory");
+  }
+  return seconds_since(t0);
+}
+
+#ifdef LOOM_HAVE_UCX
+struct Ucx {
+  ucp_context_h ctx = nullptr;
+  ucp_worker_h worker = nullptr;
+  ucp_mem_h memh = nullptr;
+  ucp_ep_h ep = nullptr;
+  ucp_rkey_h rkey = nullptr;
+  void* region = nullptr;
+  uint64_t remote_addr = 0;
+  bool ok = false;
+};
+
+void ucx_check(ucs_status_t s, const char* what) {
+  if (s != UCS_OK) {
+    std::fprintf(stderr, "ucx: %s: %s\n", what, ucs_status_string(s));
+    std::exit(1);
+  }
+}
+
+void ucx_wait(ucp_worker_h w, void* req) {
+  if (req == nullptr) return;
+  if (UCS_PTR_IS_ERR(req)) {
+    std::fprintf(stderr, "ucx: request failed: %s\n", ucs_status_string(UCS_PTR_STATUS(req)));
+    std::exit(1);
+  }
+  while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(w);
+  ucp_request_free(req);
+}
+
+// Collective: both ranks set up; rank 0 gets an endpoint and rkey for rank 1's region.
+Ucx ucx_setup(Runtime& rt, size_t bytes, ucs_thread_mode_t mode) {
+  Ucx u;
+  ucp_params_t p{};
+  p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  p.features = UCP_FEATURE_RMA;
+  p.mt_workers_shared = mode == UCS_THREAD_MODE_MULTI ? 1 : 0;
+  ucp_config_t* cfg;
+  ucx_check(ucp_config_read(nullptr, nullptr, &cfg), "config");
+  ucx_check(ucp_init(&p, cfg, &u.ctx), "init");
+  ucp_config_release(cfg);
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = mode;
+  ucx_check(ucp_worker_create(u.ctx, &wp, &u.worker), "worker");
+  ucp_mem_map_params_t mp{};
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+  mp.length = bytes;
+  mp.flags = UCP_MEM_MAP_ALLOCATE;
+  ucx_check(ucp_mem_map(u.ctx, &mp, &u.memh), "mem_map");
+  ucp_mem_attr_t ma{};
+  ma.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+  ucp_mem_query(u.memh, &ma);
+  u.region = ma.address;
+  void* rkey_buf;
+  size_t rkey_len;
+  ucx_check(ucp_rkey_pack(u.ctx, u.memh, &rkey_buf, &rkey_len), "rkey_pack");
+  ucp_address_t* addr;
+  size_t addr_len;
+  ucx_check(ucp_worker_get_address(u.worker, &addr, &addr_len), "get_address");
+  std::vector<std::byte> blob(16 + rkey_len + addr_len);
+  uint64_t a = reinterpret_cast<uint64_t>(u.region), rl = rkey_len;
+  std::memcpy(blob.data(), &a, 8);
+  std::memcpy(blob.data() + 8, &rl, 8);
+  std::memcpy(blob.data() + 16, rkey_buf, rkey_len);
+  std::memcpy(blob.data() + 16 + rkey_len, addr, addr_len);
+  ucp_rkey_buffer_release(rkey_buf);
+  ucp_worker_release_address(u.worker, addr);
+  auto all = rt.bootstrap().allgather(blob);
+  if (rt.rank() == 0) {
+    const auto& b = all[1];
+    std::memcpy(&u.remote_addr, b.data(), 8);
+    std::memcpy(&rl, b.data() + 8, 8);
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    ep.address = reinterpret_cast<const ucp_address_t*>(b.data() + 16 + rl);
+    ucx_check(ucp_ep_create(u.worker, &ep, &u.ep), "ep_create");
+    ucx_check(ucp_ep_rkey_unpack(u.ep, b.data() + 16, &u.rkey), "rkey_unpack");
+  }
+  u.ok = true;
+  return u;
+}
+
+double run_ucx(Ucx& u, const uint8_t* src, size_t size, size_t count) {
+  ucp_request_param_t rp{};
+  auto t0 = clk::now();
+  for (size_t i = 0; i < count; ++i) {
+    void* req = ucp_put_nbx(u.ep, src, size, u.remote_addr + (i * size) % (kRegion - size), u.rkey, &rp);
+    if (req != nullptr) ucx_wait(u.worker, req);
+  }
+  ucx_wait(u.worker, ucp_worker_flush_nbx(u.worker, &rp));
+  return seconds_since(t0);
+}
+
+void ucx_teardown(Ucx& u) {
+  if (u.rkey) ucp_rkey_destroy(u.rkey);
+  if (u.ep) {
+    ucp_request_param_t rp{};
+    ucx_wait(u.worker, ucp_ep_close_nbx(u.ep, &rp));
+  }
+  if (u.memh) ucp_mem_unmap(u.ctx, u.memh);
+  if (u.worker) ucp_worker_destroy(u.worker);
+  if (u.ctx) ucp_cleanup(u.ctx);
+}
+#endif
+
+// Cache-line ping-pong between ranks 0 and 1 through a shared mapping: the floor for any
+// notification between two processes on this host.
+double pingpong_rtt_us(Runtime& rt, int rounds) {
+  std::string path = env::get_string("LOOM_JOB_DIR", "/tmp") + "/bench-pingpong";
+  if (rt.rank() == 0) {
+    int fd = open(path.c_str(), O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || ftruncate(fd, 4096) != 0) { std::perror("pingpong"); std::exit(1); }
+    close(fd);
+  }
+  rt.barrier();
+  int fd = open(path.c_str(), O_RDWR);
+  auto* m = static_cast<uint8_t*>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  close(fd);
+  auto* ping = reinterpret_cast<std::atomic<uint64_t>*>(m);
+  auto* pong = reinterpret_cast<std::atomic<uint64_t>*>(m + 128);
+  rt.barrier();
+  double rtt = 0;
+  auto t0 = clk::now();
+  for (int i = 1; i <= rounds; ++i) {
+    if (rt.rank() == 0) {
+      ping->store(static_cast<uint64_t>(i), std::memory_order_release);
+      signal::Backoff b;
+      while (pong->load(std::memory_order_acquire) != static_cast<uint64_t>(i)) b.spin_or_yield();
+    } else if (rt.rank() == 1) {
+      signal::Backoff b;
+      while (ping->load(std::memory_order_acquire) != static_cast<uint64_t>(i)) b.spin_or_yield();
+      pong->store(static_cast<uint64_t>(i), std::memory_order_release);
+    }
+  }
+  rtt = seconds_since(t0) / rounds * 1e6;
+  rt.barrier();
+  munmap(m, 4096);
+  return rtt;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  std::string csv;
+  size_t only = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--quick") quick = true;
+    else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
+    else if (a == "--size" && i + 1 < argc) only = std::strtoull(argv[++i], nullptr, 10);
+    else {
+      std::fprintf(stderr, "usage: loomrun -n 2 bench_fabric [--quick] [--csv FILE] [--size BYTES]\n");
+      return 2;
+    }
+  }
+  Runtime rt(argc, argv);
+  if (rt.size() != 2) {
+    if (rt.rank() == 0) std::fprintf(stderr, "bench_fabric runs on exactly 2 processes (loomrun -n 2)\n");
+    return 2;
+  }
+  const bool leader = rt.rank() == 0;
+
+  memory::RDMAMemory window = rt.allocator().allocate_chunk(kRegion);
+  std::memset(window.addr, 0, window.size);  // faulted in before any timing
+  Target mine{window.address(), window.rkey, 0};
+  auto all = rt.bootstrap().allgather(std::as_bytes(std::span(&mine, 1)));
+  Target peer;
+  std::memcpy(&peer, all[1].data(), sizeof peer);
+
+  fabric::QpCaps caps;
+  caps.max_send_wr = kDepth;
+  caps.max_inline = 64;
+  auto manual_mesh = rt.make_mesh(caps);  // its QP to rank 1 is driven by hand
+  auto tx_mesh = rt.make_mesh(caps);      // its QP to rank 1 goes through the Transmitter
+  memory::RDMAMemory src = rt.allocator().allocate_chunk(4u << 20);
+  std::memset(src.addr, 0x5a, src.size);
+
+#ifdef LOOM_HAVE_UCX
+  // UCX's fastest configuration (a worker used by one thread), and its thread-safe one, which
+  // offers what a Loom queue pair does: many threads may post on it.
+  Ucx ucx = ucx_setup(rt, kRegion, UCS_THREAD_MODE_SINGLE);
+  Ucx ucx_mt = ucx_setup(rt, kRegion, UCS_THREAD_MODE_MULTI);
+#endif
+
+  std::vector<size_t> sizes;
+  for (size_t s = 8; s <= 65536; s *= quick ? 8 : 2) sizes.push_back(s);
+  if (sizes.back() != 65536) sizes.push_back(65536);
+  if (only != 0) {
+    if (only < 8 || only > kRegion / 2) {
+      if (leader) std::fprintf(stderr, "--size must be 8..%zu\n", kRegion / 2);
+      return 2;
+    }
+    sizes = {only};
+  }
+  const size_t max_msgs = quick ? 32768 : 131072;
+  const size_t max_bytes = quick ? (64u << 20) : (512u << 20);
+  const int reps = 3;
+  std::vector<Row> rows;
+
+  double loads[3] = {0, 0, 0};
+  if (leader) {
+    for (size_t size : sizes) {
+      size_t count = std::min(max_msgs, std::max<size_t>(1024, max_bytes / size));
+      memory::CircularAllocator units(rt.allocator(), size, 64, 4096);
+      std::vector<double> tm, tt, tu, tv, tc;
+      // Round 0 is a warm-up (page-table entries for the peer's window, caches) and is dropped.
+      for (int r = 0; r <= reps; ++r) {
+        if (r == 1) tm.clear(), tt.clear(), tu.clear(), tv.clear(), tc.clear();
+        tm.push_back(run_manual(manual_mesh->qp(1), *manual_mesh->send_cqs[1], src, peer, size, count));
+        tt.push_back(run_transmitter(tx_mesh->tx(1), units, peer, size, count));
+#ifdef LOOM_HAVE_UCX
+        tu.push_back(run_ucx(ucx, src.bytes(), size, count));
+        tv.push_back(run_ucx(ucx_mt, src.bytes(), size, count));
+#endif
+        tc.push_back(run_memcpy(window.bytes(), src.bytes(), size, count));
+      }
+      auto add = [&](const char* v, double secs) {
+        double rate = static_cast<double>(count) / secs;
+        rows.push_back({v, size, "msgs_per_s", rate, "1/s"});
+        rows.push_back({v, size, "MB_per_s", rate * static_cast<double>(size) / 1e6, "MB/s"});
+      };
+      add("manual-ss", median(tm));
+      add("transmitter", median(tt));
+      if (!tu.empty()) add("ucx-put", median(tu));
+      if (!tv.empty()) add("ucx-put-mt", median(tv));
+      add("memcpy", median(tc));
+    }
+  }
+  rt.barrier();
+  double rtt = pingpong_rtt_us(rt, quick ? 20000 : 100000);
+  if (leader) {
+    rows.push_back({"pingpong", 64, "rtt_us", rtt, "us"});
+    getloadavg(loads, 3);
+    auto get = [&](const std::string& v, size_t s) {
+      for (auto& r : rows)
+        if (r.variant == v && r.size == s && r.metric == "msgs_per_s") return r.value;
+      return 0.0;
+    };
+    std::printf("\nbench_fabric: one-sided WRITE, 2 processes, shm provider, send queue depth %u%s\n", kDepth,
+                quick ? " (quick)" : "");
+    std::printf("%8s %13s %13s %13s %13s %13s %9s %9s %9s\n", "size", "manual-ss/s", "transmitter/s", "ucx-put/s",
+                "ucx-put-mt/s", "memcpy/s", "tx/manual", "tx/ucx", "tx/ucx-mt");
+    double worst_tx = 1e9, worst_small = 1e9, worst_small_mt = 1e9;
+    for (size_t s : sizes) {
+      double m = get("manual-ss", s), t = get("transmitter", s), u = get("ucx-put", s), v = get("ucx-put-mt", s),
+             c = get("memcpy", s);
+      std::printf("%8zu %13.0f %13.0f %13.0f %13.0f %13.0f %9.3f %9.3f %9.3f\n", s, m, t, u, v, c, t / m, u > 0 ? t / u : 0.0,
+                  v > 0 ? t / v : 0.0);
+      worst_tx = std::min(worst_tx, t / m);
+      if (s <= 64 && u > 0) worst_small = std::min(worst_small, t / u);
+      if (s <= 64 && v > 0) worst_small_mt = std::min(worst_small_mt, t / v);
+    }
+    std::printf("pingpong (cache line, shared mapping): round trip %.3f us\n", rtt);
+    std::printf("load average: %.2f %.2f %.2f\n", loads[0], loads[1], loads[2]);
+    std::printf("transmitter vs manual-ss, worst size: %.3f (target >= 0.85): %s\n", worst_tx, worst_tx >= 0.85 ? "met" : "MISSED");
+    if (worst_small < 1e9)
+      std::printf("transmitter vs ucx-put at <= 64 B, worst: %.3f (target >= 1.0): %s; vs thread-safe ucx-put-mt: %.3f\n",
+                  worst_small, worst_small >= 1.0 ? "met" : "MISSED", worst_small_mt);
+    else
+      std::printf("ucx-put baseline not built (libucx-dev missing)\n");
+    if (!csv.empty()) {
+      std::ofstream f(csv);
+      f << "variant,size,metric,value,unit\n";
+      for (auto& r : rows) f << r.variant << ',' << r.size << ',' << r.metric << ',' << r.value << ',' << r.unit << '\n';
+      std::printf("wrote %s\n", csv.c_str());
+    }
+  }
+  rt.barrier();
+#ifdef LOOM_HAVE_UCX
+  ucx_teardown(ucx);
+  ucx_teardown(ucx_mt);
+#endif
+  rt.allocator().free_chunk(src);
+  rt.allocator().free_chunk(window);
+  return 0;
+}

@@ -16,8 +16,7 @@ using namespace loom::memory;
 namespace {
 // A flush source the test advances by hand, standing in for a Transmitter's completions.
 struct ManualFlush : FlushSource {
-  uint64_t done = 0;
-  uint64_t completed_flush() const override { return done; }
+  void complete_up_to(uint64_t n) { advance_flush(n); }
 };
 
 // Holes of 100, 300 and 200 bytes (at 0, 400 and 1000), separated by live blocks.
@@ -133,7 +132,7 @@ TEST_F(WithRuntime, CircularAllocatorRecyclesByFlushTag) {
   EXPECT_EQ(c.units(), 8u);
   EXPECT_EQ(c.next(), nullptr);
   // Completing flush 2 frees units tagged 0 and 1 at once, in circular order.
-  f.done = 2;
+  f.complete_up_to(2);
   Unit* a = c.next();
   Unit* b = c.next();
   EXPECT_EQ(a, first[0]);
@@ -171,7 +170,7 @@ TEST_F(WithRuntime, LinearCircularPacksSegmentsAndRecyclesUnits) {
   EXPECT_NE(s3->unit, s1->unit);
   lc.tag(*s3, f, 7);
   EXPECT_FALSE(lc.allocate(1000));  // both units busy
-  f.done = 7;                       // tags 5 and 6 complete; 7 not yet
+  f.complete_up_to(7);                       // tags 5 and 6 complete; 7 not yet
   auto s4 = lc.allocate(1000);
   ASSERT_TRUE(s4);
   EXPECT_EQ(s4->unit, s1->unit);

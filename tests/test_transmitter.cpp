@@ -51,7 +51,7 @@ TEST(Transmitter, ManyThreadsOneQueuePairNoOverflowExactRecycling) {
       wr.rkey = r.rkey;
       auto p = tx.post(wr);
       if (p.result == fabric::PostResult::QueueFull) overflow.fetch_add(1);
-      ASSERT_TRUE(p.ok()) << fabric::to_string(p.result);
+      ASSERT_TRUE(p.ok()) << fabric::to_string(p.result) << "; " << tx.describe();
       memory::CircularAllocator::tag(u, tx, p.tag);
       outstanding[u] = {p.tag, true};
     }
@@ -107,6 +107,7 @@ TEST(Transmitter, WaitAndFlushCompleteEverything) {
   EXPECT_FALSE(tx.complete(p.tag)) << "an unsignaled post alone proves nothing";
   tx.wait(p.tag);
   EXPECT_TRUE(tx.complete(p.tag));
+  tx.flush();  // also hands this thread's cached lane credits back
   EXPECT_EQ(tx.credits(), static_cast<int64_t>(tx.depth()));
   rt().barrier();
 }

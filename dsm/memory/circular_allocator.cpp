@@ -37,28 +37,19 @@ void CircularAllocator::grow(size_t count) {
   ring_.insert(ring_.begin() + static_cast<std::ptrdiff_t>(pos_), fresh.begin(), fresh.end());
 }
 
-Unit* CircularAllocator::next() {
-  if (pos_ >= ring_.size()) pos_ = 0;
+Unit* CircularAllocator::next_slow() {
+  // The unit at the current position is still busy: grow (new units go in right here), or
+  // report the ring full.
+  if (ring_.size() >= max_units_) return nullptr;
+  size_t add = growth_ == Growth::Linear ? initial_ : ring_.size();
+  add = std::min(add, max_units_ - ring_.size());
+  grow(add);
   Unit* u = ring_[pos_];
-  if (!u->reusable()) {
-    if (ring_.size() >= max_units_) return nullptr;
-    size_t add = growth_ == Growth::Linear ? initial_ : ring_.size();
-    add = std::min(add, max_units_ - ring_.size());
-    grow(add);
-    u = ring_[pos_];
-  }
   pos_ = (pos_ + 1) % ring_.size();
   u->in_use = true;
   u->tagged = false;
   ++u->uses;
   return u;
-}
-
-void CircularAllocator::tag(Unit* u, const FlushSource& source, uint64_t t) {
-  u->source = &source;
-  u->tag = t;
-  u->tagged = true;
-  u->in_use = false;
 }
 
 LinearCircularAllocator::LinearCircularAllocator(RDMAAllocator& backing, size_t unit_size, size_t initial_units,

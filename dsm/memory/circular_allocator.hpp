@@ -4,6 +4,7 @@
 // completed flush number passes t — many units are released by one counter update, without
 // per-buffer completion events. One allocator per thread per transmitter; not thread-safe.
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -14,10 +15,21 @@
 namespace loom::memory {
 
 // Whatever produces flush numbers (a Transmitter). A tag t is complete once completed_flush() > t.
+// Not virtual: the check sits on the allocation fast path and must inline to one load.
 class FlushSource {
  public:
-  virtual ~FlushSource() = default;
-  virtual uint64_t completed_flush() const = 0;
+  uint64_t completed_flush() const { return completed_.load(std::memory_order_acquire); }
+
+ protected:
+  // Only ever raised (monotone), by whoever observes a completion.
+  void advance_flush(uint64_t to) {
+    uint64_t cur = completed_.load(std::memory_order_relaxed);
+    while (cur < to && !completed_.compare_exchange_weak(cur, to, std::memory_order_acq_rel)) {
+    }
+  }
+
+ private:
+  alignas(64) std::atomic<uint64_t> completed_{0};
 };
 
 enum class Growth { Linear, Exponential };
@@ -43,9 +55,23 @@ class CircularAllocator {
 
   // The next unit in circular order if it is reusable; otherwise grows (up to max_units);
   // nullptr when full — the caller drives its transmitter's progress and asks again.
-  Unit* next();
+  Unit* next() {
+    if (pos_ >= ring_.size()) pos_ = 0;
+    Unit* u = ring_[pos_];
+    if (!u->reusable()) return next_slow();
+    if (++pos_ == ring_.size()) pos_ = 0;
+    u->in_use = true;
+    u->tagged = false;
+    ++u->uses;
+    return u;
+  }
   // Marks a handed-out unit as used by the operation with flush tag `tag` on `source`.
-  static void tag(Unit* u, const FlushSource& source, uint64_t tag);
+  static void tag(Unit* u, const FlushSource& source, uint64_t t) {
+    u->source = &source;
+    u->tag = t;
+    u->tagged = true;
+    u->in_use = false;
+  }
   // Gives back a handed-out unit that was never posted.
   static void release(Unit* u) { u->in_use = false; }
 
@@ -55,6 +81,7 @@ class CircularAllocator {
 
  private:
   void grow(size_t count);
+  Unit* next_slow();
 
   RDMAAllocator& backing_;
   size_t unit_size_;

@@ -1,5 +1,7 @@
 #include "dsm/signal/transmitter.hpp"
 
+#include <unordered_map>
+
 #include "dsm/common/error.hpp"
 #include "dsm/common/log.hpp"
 #include "dsm/signal/backoff.hpp"
@@ -11,17 +13,65 @@ constexpr uint64_t kMark = 1ull << 63;
 constexpr int kIssueBits = 40;
 constexpr uint64_t kIssueMask = (1ull << kIssueBits) - 1;
 constexpr uint64_t kBatchMask = (1ull << 23) - 1;
+
+inline uint64_t make_word(uint64_t since, uint64_t credits) { return (since << 32) | credits; }
+inline uint64_t word_credits(uint64_t w) { return w & 0xffffffffu; }
+inline uint64_t word_since(uint64_t w) { return w >> 32; }
+
+// Live transmitters, so that a thread leaving (or evicting a lane) hands its lane back only to
+// a transmitter that still exists.
+std::mutex g_registry_mu;
+std::unordered_map<uint64_t, Transmitter*>& registry() {
+  static auto* r = new std::unordered_map<uint64_t, Transmitter*>();
+  return *r;
+}
+std::atomic<uint64_t> g_next_id{1};
+
+void hand_back(uint64_t id, Transmitter::Lane& lane) {
+  std::lock_guard<std::mutex> g(g_registry_mu);
+  auto it = registry().find(id);
+  if (it != registry().end()) it->second->return_lane(lane);
+}
+
+}  // namespace
+
+thread_local Transmitter::LaneCache Transmitter::t_lanes_{};
+
+namespace {
+// Hands a thread's lanes back when it exits; touched when the thread takes its first lane.
+struct LaneReaper {
+  bool armed = false;
+  ~LaneReaper() {
+    Transmitter::LaneCache& c = Transmitter::lane_cache_of_this_thread();
+    for (int i = 0; i < Transmitter::LaneCache::kSlots; ++i)
+      if (c.ids[i] != 0) {
+        hand_back(c.ids[i], c.lanes[i]);
+        c.ids[i] = 0;
+      }
+  }
+};
+thread_local LaneReaper t_reaper;
 }  // namespace
 
 Transmitter::Transmitter(fabric::QueuePair& qp, fabric::CompletionQueue& send_cq, Config cfg)
-    : qp_(qp), cq_(send_cq), depth_(qp.caps().max_send_wr) {
+    : qp_(qp), cq_(send_cq), id_(g_next_id.fetch_add(1)), depth_(qp.caps().max_send_wr) {
   if (depth_ < 2) fail("Transmitter: send queue depth ", depth_, " is too small (need at least 2)");
   if (depth_ > kBatchMask) fail("Transmitter: send queue depth ", depth_, " is too large");
   interval_ = cfg.signal_interval != 0 ? cfg.signal_interval : std::max<uint32_t>(1, depth_ / 4);
   if (interval_ > depth_ / 2) fail("Transmitter: signal interval ", interval_, " must be at most half the depth ", depth_);
-  // Credits below the reserve are for signaled posts only, so one can always be made.
-  reserve_ = std::max<int64_t>(1, depth_ / 8);
-  credits_.store(depth_);
+  // Credits at or below the reserve go to signaled posts only, so one can always be made.
+  reserve_ = std::max<uint32_t>(1, depth_ / 8);
+  // Lanes may hold (cached + unpublished) at most half of the queue between them.
+  block_ = cfg.lane_block;
+  max_lanes_ = block_ == 0 ? 0 : (depth_ / 2) / (2 * block_);
+  word_.store(make_word(0, depth_));
+  std::lock_guard<std::mutex> g(g_registry_mu);
+  registry().emplace(id_, this);
+}
+
+Transmitter::~Transmitter() {
+  std::lock_guard<std::mutex> g(g_registry_mu);
+  registry().erase(id_);
 }
 
 void Transmitter::set_error_handler(std::function<void(const fabric::Completion&)> h) {
@@ -29,28 +79,78 @@ void Transmitter::set_error_handler(std::function<void(const fabric::Completion&
   on_error_ = std::move(h);
 }
 
-Posted Transmitter::post(fabric::SendWr wr, bool force_signal) {
+Transmitter::Lane& Transmitter::lane_slow() {
+  LaneCache& c = t_lanes_;
+  t_reaper.armed = true;  // registers the reaper's destructor for this thread
+  int free_slot = -1;
+  for (int i = 0; i < LaneCache::kSlots; ++i) {
+    if (c.ids[i] == id_) {
+      c.hint = i;
+      return c.lanes[i];
+    }
+    if (c.ids[i] == 0 && free_slot < 0) free_slot = i;
+  }
+  if (free_slot < 0) {
+    free_slot = c.evict;
+    c.evict = (c.evict + 1) % LaneCache::kSlots;
+    hand_back(c.ids[free_slot], c.lanes[free_slot]);
+  }
+  c.ids[free_slot] = id_;
+  c.lanes[free_slot] = Lane{};
+  uint32_t used = lanes_.fetch_add(1, std::memory_order_acq_rel);
+  if (used < max_lanes_) c.lanes[free_slot].batching = true;
+  else lanes_.fetch_sub(1, std::memory_order_acq_rel);
+  c.hint = free_slot;
+  return c.lanes[free_slot];
+}
+
+void Transmitter::return_lane(Lane& l) {
+  uint64_t w = word_.load(std::memory_order_relaxed);
+  while (!word_.compare_exchange_weak(w, make_word(word_since(w) + l.unpublished, word_credits(w) + l.credits),
+                                      std::memory_order_acq_rel)) {
+  }
+  posts_.fetch_add(l.posts, std::memory_order_relaxed);
+  if (l.batching) lanes_.fetch_sub(1, std::memory_order_acq_rel);
+  l = Lane{};
+}
+
+Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
   Backoff backoff;
   bool signaled = false;
+  uint64_t batch = 0;
+  bool used_own = false;
+  // Reap completions before the pool runs dry, so lanes keep refilling instead of every post
+  // taking this path.
+  if (word_credits(word_.load(std::memory_order_relaxed)) < depth_ / 2) progress();
   for (;;) {
-    int64_t c = credits_.load(std::memory_order_acquire);
-    bool want = force_signal || since_signal_.load(std::memory_order_relaxed) + 1 >= interval_ || c <= reserve_;
-    int64_t floor = want ? 0 : reserve_;
-    if (c > floor) {
-      if (credits_.compare_exchange_weak(c, c - 1, std::memory_order_acq_rel)) {
-        signaled = want;
-        break;
+    uint64_t w = word_.load(std::memory_order_acquire);
+    uint64_t credits = word_credits(w);
+    uint64_t since = word_since(w) + l.unpublished;  // our own returned posts are published here
+    bool own = l.credits > 0;
+    bool want = force || since + 1 >= interval_ || credits <= reserve_;
+    uint64_t take = own ? 0 : 1;
+    uint64_t floor = want ? 0 : reserve_;
+    if (!own && credits <= floor) {
+      if (progress() == 0) {
+        if (backoff.should_sleep()) cq_.wait(std::chrono::milliseconds(1));
+        else backoff.spin_or_yield();
       }
       continue;
     }
-    if (progress() == 0) {
-      if (backoff.should_sleep()) cq_.wait(std::chrono::milliseconds(1));
-      else backoff.spin_or_yield();
+    uint64_t refill = 0;
+    if (l.batching && !want && credits - take > reserve_ + block_) refill = block_;
+    uint64_t nw = make_word(want ? 0 : since, credits - take - refill);
+    if (word_.compare_exchange_weak(w, nw, std::memory_order_acq_rel)) {
+      l.unpublished = 0;
+      if (own) --l.credits;
+      l.credits += static_cast<uint32_t>(refill);
+      used_own = own;
+      signaled = want;
+      batch = want ? since : 0;
+      break;
     }
   }
-  uint64_t batch = 0;
   if (signaled) {
-    batch = since_signal_.exchange(0, std::memory_order_acq_rel);
     uint64_t issue = issued_.fetch_add(1, std::memory_order_acq_rel) + 1;
     wr.wr_id = kMark | ((batch + 1) << kIssueBits) | (issue & kIssueMask);
     wr.signaled = true;
@@ -60,13 +160,22 @@ Posted Transmitter::post(fabric::SendWr wr, bool force_signal) {
   }
   fabric::PostResult r = qp_.post_send(wr);
   if (r != fabric::PostResult::Ok) {
-    credits_.fetch_add(1, std::memory_order_acq_rel);
-    if (batch != 0) since_signal_.fetch_add(batch, std::memory_order_acq_rel);
+    // Give back the credit and re-publish the batch we took, so nothing is lost.
+    if (used_own) ++l.credits;
+    uint64_t w = word_.load(std::memory_order_relaxed);
+    while (!word_.compare_exchange_weak(w, make_word(word_since(w) + batch, word_credits(w) + (used_own ? 0 : 1)),
+                                        std::memory_order_acq_rel)) {
+    }
     return Posted{r, 0};
   }
-  if (!signaled) since_signal_.fetch_add(1, std::memory_order_acq_rel);
-  posts_.fetch_add(1, std::memory_order_relaxed);
-  if (signaled) signaled_.fetch_add(1, std::memory_order_relaxed);
+  if (signaled) {
+    signaled_.fetch_add(1, std::memory_order_relaxed);
+    posts_.fetch_add(l.posts + 1, std::memory_order_relaxed);
+    l.posts = 0;
+  } else {
+    ++l.unpublished;
+    ++l.posts;
+  }
   return Posted{r, issued_.load(std::memory_order_acquire)};
 }
 
@@ -78,10 +187,8 @@ int Transmitter::progress() {
     if (c.wr_id & kMark) {
       uint64_t batch = (c.wr_id >> kIssueBits) & kBatchMask;
       uint64_t issue = c.wr_id & kIssueMask;
-      credits_.fetch_add(static_cast<int64_t>(batch), std::memory_order_acq_rel);
-      uint64_t cur = completed_.load(std::memory_order_relaxed);
-      while (cur < issue && !completed_.compare_exchange_weak(cur, issue, std::memory_order_acq_rel)) {
-      }
+      word_.fetch_add(batch, std::memory_order_acq_rel);  // credits are the low half
+      advance_flush(issue);
     }
     if (c.status != fabric::Status::Success) {
       errors_.fetch_add(1, std::memory_order_relaxed);
@@ -115,6 +222,25 @@ void Transmitter::wait(uint64_t tag) {
   }
 }
 
-void Transmitter::flush() { wait(issued_.load(std::memory_order_acquire)); }
+void Transmitter::flush() {
+  Lane& l = lane();
+  bool batching = l.batching;
+  return_lane(l);
+  if (batching) {
+    // Keep the lane's slot: it is still this thread's, and batching again.
+    l.batching = true;
+    lanes_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  wait(issued_.load(std::memory_order_acquire));
+}
 
+}  // namespace loom::signal
+
+namespace loom::signal {
+std::string Transmitter::describe() const {
+  uint64_t w = word_.load();
+  return detail::concat("transmitter to rank ", qp_.peer_rank(), ": depth ", depth_, ", pool credits ", word_credits(w),
+                        ", unsignaled since last signal ", word_since(w), ", issued ", issued_.load(), ", completed ",
+                        completed_flush(), ", batching lanes ", lanes_.load(), "/", max_lanes_, ", posts ", posts_.load());
+}
 }  // namespace loom::signal

@@ -1,26 +1,30 @@
 #pragma once
 // Transmitter: a queue pair shared by many threads, with automatic selective signaling and
-// flush numbers (seed 000 §4.1). See docs/selective-signaling.md for the argument in full.
+// flush numbers (seed 000 §4.1). docs/selective-signaling.md gives the argument in full.
 //
-//  * Credits: the send queue has `depth` credits. A post takes one before touching the QP and it
-//    comes back only when a signaled completion that is provably later in the QP's order is
-//    polled, so the send queue can never overflow.
-//  * Batches: every post that returned bumps `since_signal`; a signaled post first takes that
-//    count (exchange) and carries it in its wr_id, returning exactly those credits when polled.
-//    A post counted into a batch returned before that batch's signaled WR was posted, so it is
-//    before it in the QP's order and completed when it is.
-//  * Flush numbers: signaled posts draw issue numbers; `completed_flush` is the largest issue
-//    number seen completed. A post tags its buffer with the issue count read after it returned;
-//    any larger issue number was drawn later, so its WR was posted later, so its completion
-//    proves the tagged post done: the buffer is reusable once completed_flush() > tag.
-//  * Wait-freedom: a thread short of credits polls the shared CQ itself and, if no signaled
-//    WR is in flight, makes its own post signaled (from a reserve of credits kept for that).
-//    No thread ever waits for another thread to act; it waits only for the fabric.
+//  * Credits: the send queue has `depth` credits. A post holds one from before it touches the
+//    QP until a signaled completion that is provably later in the QP's order is polled, so the
+//    send queue never overflows.
+//  * Batches: a post that returned is counted into `since` (the count of posts not yet covered
+//    by a signal); a signaled post takes that count with the same CAS that takes its credit and
+//    carries it in its wr_id, returning exactly those credits when polled. A post is counted only
+//    after it returned, so it is before the signaled WR in the QP's order and done when it is.
+//  * Flush numbers: signaled posts draw issue numbers; completed_flush() is the largest issue
+//    number seen completed. A post's tag is the issue count read after it returned; any larger
+//    issue number was drawn later, so its WR was posted later, so its completion proves the
+//    tagged post done: the buffer is reusable once completed_flush() > tag.
+//  * Lanes: each thread keeps a few credits and its own not-yet-published count, so an
+//    unsignaled post costs no atomic read-modify-write at all; a lane refills (and publishes
+//    its count) with one CAS per block. Lanes hold at most half the credits between them.
+//  * Wait-freedom: a thread short of credits polls the shared CQ itself and, when no signal is
+//    in flight, makes its own post signaled from a reserve kept for signaled posts. No thread
+//    waits for another thread to act; it waits only for the fabric.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 
 #include "dsm/fabric/fabric.hpp"
 #include "dsm/memory/circular_allocator.hpp"
@@ -37,23 +41,43 @@ class Transmitter : public memory::FlushSource {
  public:
   struct Config {
     uint32_t signal_interval = 0;  // 0: a quarter of the send-queue depth
+    uint32_t lane_block = 16;       // credits a thread takes at once; 0 disables lanes
   };
   // The transmitter owns the QP's send completions: every post on `qp` must go through it, and
   // `send_cq` must serve this QP alone.
   Transmitter(fabric::QueuePair& qp, fabric::CompletionQueue& send_cq, Config cfg);
   Transmitter(fabric::QueuePair& qp, fabric::CompletionQueue& send_cq) : Transmitter(qp, send_cq, Config{}) {}
+  ~Transmitter();
+  Transmitter(const Transmitter&) = delete;
+  using FlushSource::completed_flush;
+  Transmitter& operator=(const Transmitter&) = delete;
 
-  // Posts `wr` (its wr_id and signaled fields are set here). Thread-safe, wait-free with respect
-  // to other threads. `force_signal` makes this post signaled (for latency-critical waits).
-  Posted post(fabric::SendWr wr, bool force_signal = false);
+  // Posts `wr` (its wr_id and signaled fields are the Transmitter's). Thread-safe and wait-free
+  // with respect to other threads. `force_signal` makes this post signaled.
+  Posted post(const fabric::SendWr& wr, bool force_signal = false) {
+    Lane& l = lane();
+    if (!force_signal && l.credits > 0 && wr.wr_id == 0 && !wr.signaled) {
+      // The common case: a credit from this thread's lane, an unsignaled post, no shared writes.
+      --l.credits;
+      fabric::PostResult r = qp_.post_send(wr);
+      if (r != fabric::PostResult::Ok) {
+        ++l.credits;
+        return Posted{r, 0};
+      }
+      ++l.unpublished;
+      ++l.posts;
+      return Posted{r, issued_.load(std::memory_order_acquire)};
+    }
+    fabric::SendWr copy = wr;
+    return post_slow(copy, l, force_signal);
+  }
 
-  uint64_t completed_flush() const override { return completed_.load(std::memory_order_acquire); }
   bool complete(uint64_t tag) const { return completed_flush() > tag; }
   // Polls the send CQ once; returns the number of completions handled.
   int progress();
   // Returns once the post tagged `tag` has completed.
   void wait(uint64_t tag);
-  // Returns once every post that returned before this call has completed.
+  // Returns once every post of this thread so far has completed (and returns its lane's credits).
   void flush();
 
   uint64_t errors() const { return errors_.load(std::memory_order_relaxed); }
@@ -65,25 +89,65 @@ class Transmitter : public memory::FlushSource {
   fabric::CompletionQueue& cq() { return cq_; }
   uint32_t depth() const { return depth_; }
   uint32_t signal_interval() const { return interval_; }
+  // Counters; exact once the posting threads have flushed or exited.
   uint64_t posts() const { return posts_.load(std::memory_order_relaxed); }
   uint64_t signaled_posts() const { return signaled_.load(std::memory_order_relaxed); }
-  int64_t credits() const { return credits_.load(std::memory_order_relaxed); }
+  // One line of state for diagnostics.
+  std::string describe() const;
+  int64_t credits() const { return static_cast<int64_t>(word_.load(std::memory_order_relaxed) & 0xffffffffu); }
+
+  // Per-thread state; public only for the thread-local cache that holds it.
+  struct Lane {
+    uint32_t credits = 0;      // taken from the pool, not yet used
+    uint32_t unpublished = 0;  // posts returned, not yet counted into `since`
+    uint64_t posts = 0;        // not yet added to posts_
+    bool batching = false;
+  };
+  // Gives a lane's credits, counts and statistics back (thread exit, cache eviction, flush).
+  void return_lane(Lane& lane);
+  uint64_t id() const { return id_; }
+
+  // A thread's lanes, one per transmitter it posts on. Trivially destructible, so that access is
+  // a plain thread-local load; a separate guard object hands lanes back when the thread exits.
+  struct LaneCache {
+    static constexpr int kSlots = 16;
+    uint64_t ids[kSlots];
+    Lane lanes[kSlots];
+    int hint;
+    int evict;
+  };
 
  private:
+  static thread_local LaneCache t_lanes_;
+
+ public:
+  static LaneCache& lane_cache_of_this_thread() { return t_lanes_; }
+
+ private:
+  Lane& lane() {
+    LaneCache& c = t_lanes_;
+    if (c.ids[c.hint] == id_) return c.lanes[c.hint];
+    return lane_slow();
+  }
+  Lane& lane_slow();
+  Posted post_slow(fabric::SendWr& wr, Lane& lane, bool force);
   void post_marker();
 
   fabric::QueuePair& qp_;
   fabric::CompletionQueue& cq_;
+  uint64_t id_;
   uint32_t depth_;
   uint32_t interval_;
-  int64_t reserve_;
+  uint32_t reserve_;
+  uint32_t block_;
+  uint32_t max_lanes_;
 
-  alignas(64) std::atomic<int64_t> credits_;
-  alignas(64) std::atomic<uint64_t> since_signal_{0};
+  // [since: high 32 bits][credits: low 32 bits], changed together by one CAS.
+  alignas(64) std::atomic<uint64_t> word_;
   alignas(64) std::atomic<uint64_t> issued_{0};
-  alignas(64) std::atomic<uint64_t> completed_{0};
   alignas(64) std::atomic<uint64_t> posts_{0};
   std::atomic<uint64_t> signaled_{0};
+  std::atomic<uint32_t> lanes_{0};
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint8_t> last_error_{0};
   std::mutex handler_mu_;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "dsm/common/env.hpp"
 #include "dsm/common/error.hpp"
@@ -23,6 +24,7 @@ namespace loom::fabric::shm {
 namespace {
 
 constexpr uint32_t kEndpointMagic = 0x4c4d5145;  // "LMQE"
+constexpr uint32_t kCqSpare = 64;
 
 struct EndpointBlob {
   uint32_t magic;
@@ -79,7 +81,13 @@ bool cq_push(CqHeader* h, CqSlot* slots, const Completion& c, uint32_t retire_qp
         return true;
       }
     } else if (diff < 0) {
-      return false;
+      // The slot still holds an entry from a lap ago. Either the ring is full, or a consumer
+      // has claimed that entry and not yet released the slot (it may be preempted in
+      // between): count before concluding, and wait for the release in the second case.
+      if (pos - h->head.load(std::memory_order_acquire) >= h->capacity) return false;
+      signal::cpu_relax();
+      std::this_thread::yield();
+      t = h->tail.load(std::memory_order_relaxed);
     } else {
       t = h->tail.load(std::memory_order_relaxed);
     }
@@ -144,7 +152,8 @@ Mapping Mapping::open(const std::string& path) {
 class ShmCq : public CompletionQueue {
  public:
   ShmCq(ShmProvider& p, uint32_t id, uint32_t depth) : p_(p), id_(id) {
-    uint32_t cap = round_pow2(depth < 2 ? 2 : depth);
+    // Spare entries for error completions of unsignaled requests, which may arrive out of order.
+    uint32_t cap = round_pow2((depth < 2 ? 2 : depth) + kCqSpare);
     size_t bytes = sizeof(CqHeader) + sizeof(CqSlot) * cap;
     map_ = Mapping::create(p.path("cq", p.rank(), id), bytes);
     h_ = new (map_.addr()) CqHeader();
@@ -202,6 +211,9 @@ class ShmCq : public CompletionQueue {
     return cq_push(h_, slots_, c, retire_qp, retire_seq);
   }
   uint32_t id() const { return id_; }
+  std::string describe() const {
+    return detail::concat("cq head ", h_->head.load(), ", tail ", h_->tail.load() >> 1, ", capacity ", h_->capacity);
+  }
 
   // Capacity bookkeeping: a CQ never overruns from its own QPs' send completions.
   std::atomic<uint64_t> reserved_send{0};
@@ -316,8 +328,8 @@ class ShmQp : public QueuePair {
   QpCaps caps_;
   std::atomic<QpState> state_{QpState::Init};
 
-  std::mutex post_mu_;
-  uint64_t posted_ = 0;
+  std::mutex post_mu_;  // two-sided requests and (re)connection
+  std::atomic<uint64_t> posted_{0};
   std::atomic<uint64_t> retired_{0};
 
   std::mutex recv_mu_;
@@ -333,20 +345,13 @@ class ShmQp : public QueuePair {
   CqSlot* peer_cq_slots_ = nullptr;
   uint32_t peer_qpn_ = 0;
   const KeyTable* peer_keys_ = nullptr;
-  struct SegCache {
-    uint64_t segment = 0;
-    uint8_t* base = nullptr;
-  };
-  static constexpr size_t kSegCache = 8;
-  SegCache segcache_[kSegCache];
-  size_t segcache_next_ = 0;
 };
 
 void ShmCq::retire(uint32_t qpn, uint64_t seq) {
   if (ShmQp* qp = p_.qp_by_num(qpn)) qp->retire(seq);
 }
 
-const uint8_t* ShmQp::local(const Sge& sge, uint32_t need, Status* why) {
+inline const uint8_t* ShmQp::local(const Sge& sge, uint32_t need, Status* why) {
   if (sge.length == 0) return reinterpret_cast<const uint8_t*>(sge.addr);
   const KeyTable* t = p_.own_keys();
   uint32_t idx = key_index(sge.lkey);
@@ -362,8 +367,7 @@ const uint8_t* ShmQp::local(const Sge& sge, uint32_t need, Status* why) {
   return reinterpret_cast<const uint8_t*>(sge.addr);
 }
 
-uint8_t* ShmQp::resolve(int rank, uint32_t key, uint64_t addr, uint64_t len, uint32_t need, Status* why) {
-  // Called with post_mu_ held: the caches below are this QP's own.
+inline uint8_t* ShmQp::resolve(int rank, uint32_t key, uint64_t addr, uint64_t len, uint32_t need, Status* why) {
   const KeyTable* t = peer_keys_;
   uint32_t idx = key_index(key);
   if (idx == 0 || idx >= kKeyCapacity) { *why = Status::RemoteAccessError; return nullptr; }
@@ -381,14 +385,8 @@ uint8_t* ShmQp::resolve(int rank, uint32_t key, uint64_t addr, uint64_t len, uin
     *why = Status::RemoteAccessError;
     return nullptr;
   }
-  uint8_t* segbase = nullptr;
-  for (const SegCache& c : segcache_)
-    if (c.segment == seg && c.base != nullptr) { segbase = c.base; break; }
-  if (segbase == nullptr) {
-    segbase = p_.segment_base(rank, seg);
-    if (segbase == nullptr) { *why = Status::RemoteAccessError; return nullptr; }
-    segcache_[segcache_next_++ % kSegCache] = SegCache{seg, segbase};
-  }
+  uint8_t* segbase = p_.segment_base(rank, seg);
+  if (segbase == nullptr) { *why = Status::RemoteAccessError; return nullptr; }
   return segbase + segoff + (addr - base);
 }
 
@@ -443,7 +441,9 @@ ShmQp::Outcome ShmQp::execute(const SendWr& wr, const uint8_t* inline_src) {
         if (dst == nullptr) { o.status = why; return o; }
         // Placement in address order, the last 8 bytes last: a trailing notification flag is
         // seen only after the data before it (see docs/provider-contract.md).
-        if (len > 8) {
+        if (len == 8) {
+          std::memcpy(dst, src, 8);  // one 8-byte store, no library call
+        } else if (len > 8) {
           std::memcpy(dst, src, len - 8);
           std::atomic_thread_fence(std::memory_order_release);
           std::memcpy(dst + len - 8, src + len - 8, 8);
@@ -541,24 +541,37 @@ PostResult ShmQp::post_send(const SendWr& wr) {
       break;
     default: return PostResult::InvalidArgument;
   }
-  if (wr.inline_data) {
-    if (wr.opcode == Opcode::Read) return PostResult::InvalidArgument;
-    if (wr.local.length > caps_.max_inline) return PostResult::InvalidArgument;
-  }
   // Inline data is captured now, as a NIC copies it into the WQE at post time.
   uint8_t inline_buf[256];
   const uint8_t* inline_src = nullptr;
-  if (wr.inline_data && wr.local.length > 0) {
-    if (wr.local.length > sizeof inline_buf) return PostResult::InvalidArgument;
-    std::memcpy(inline_buf, reinterpret_cast<const void*>(wr.local.addr), wr.local.length);
-    inline_src = inline_buf;
+  if (wr.inline_data) {
+    if (wr.opcode == Opcode::Read || wr.local.length > caps_.max_inline || wr.local.length > sizeof inline_buf)
+      return PostResult::InvalidArgument;
+    if (wr.local.length > 0) {
+      std::memcpy(inline_buf, reinterpret_cast<const void*>(wr.local.addr), wr.local.length);
+      inline_src = inline_buf;
+    }
   }
-  std::lock_guard<std::mutex> g(post_mu_);
-  if (state_.load(std::memory_order_relaxed) == QpState::Init) return PostResult::NotConnected;
-  if (posted_ - retired_.load(std::memory_order_acquire) >= caps_.max_send_wr) return PostResult::QueueFull;
-  uint64_t seq = ++posted_;
+  if (state_.load(std::memory_order_acquire) == QpState::Init) return PostResult::NotConnected;
+  // Two-sided requests consume the peer's receive queue, which has one consumer: this QP.
+  // Signaled requests reserve their entry and push their completion under the lock, so that
+  // completions enter the CQ in WQE order, as on a NIC (the CQ then never holds more entries
+  // than the queue is deep). Unsignaled one-sided requests, the bulk, take no lock: the
+  // initiating thread carries them out by itself.
+  const bool two_sided = wr.opcode == Opcode::Send || wr.opcode == Opcode::WriteWithImm;
+  std::unique_lock<std::mutex> g(post_mu_, std::defer_lock);
+  if (two_sided || wr.signaled) g.lock();
+  // Reserve a send-queue entry: refused at the depth, as ibv_post_send refuses with ENOMEM.
+  uint64_t p = posted_.load(std::memory_order_relaxed);
+  do {
+    // `p` may be older than `retired` (other threads posted and were retired since we read
+    // it): then the queue is not full, and the CAS below fails and refreshes `p`.
+    uint64_t r = retired_.load(std::memory_order_acquire);
+    if (p > r && p - r >= caps_.max_send_wr) return PostResult::QueueFull;
+  } while (!posted_.compare_exchange_weak(p, p + 1, std::memory_order_acq_rel, std::memory_order_relaxed));
+  const uint64_t seq = p + 1;
   Outcome o;
-  if (state_.load(std::memory_order_relaxed) == QpState::Error) {
+  if (state_.load(std::memory_order_acquire) == QpState::Error) {
     o.status = Status::WorkRequestFlushed;
   } else {
     o = execute(wr, inline_src);
@@ -569,6 +582,9 @@ PostResult ShmQp::post_send(const SendWr& wr) {
     }
   }
   if (wr.signaled || o.status != Status::Success) {
+    // An unsignaled request that failed reports too (as on a NIC); its completion may land
+    // after later ones, which the CQ's spare entries absorb.
+    if (!g.owns_lock()) g.lock();
     Completion c;
     c.wr_id = wr.wr_id;
     c.status = o.status;
@@ -579,8 +595,12 @@ PostResult ShmQp::post_send(const SendWr& wr) {
     if (!scq_.push_local(c, qpn_, seq)) {
       // Cannot happen while the send CQ holds max_send_wr of every QP attached (checked at
       // create_qp); kept as a loud failure rather than a lost completion.
-      fail("shm: send completion queue overran on QP ", qpn_);
+      fail("shm: send completion queue overran on QP ", qpn_, " (posted ", posted_.load(), ", retired ", retired_.load(),
+           ", seq ", seq, ", ", scq_.describe(), ")");
     }
+  } else {
+    // An unsignaled success frees its entry once a later signaled completion is polled; nothing
+    // to do now.
   }
   return PostResult::Ok;
 }
@@ -608,6 +628,10 @@ ShmProvider::ShmProvider(const ProviderContext& ctx) : ctx_(ctx), qps_(new std::
   key_generation_.assign(kKeyCapacity, 0);
   for (uint32_t i = kKeyCapacity - 1; i >= 1; --i) free_key_indices_.push_back(i);
   peers_.resize(static_cast<size_t>(ctx.size));
+  for (auto& peer : peers_) {
+    peer.fast.reset(new std::atomic<uint8_t*>[kFastSegments]);
+    for (size_t i = 0; i < kFastSegments; ++i) peer.fast[i].store(nullptr, std::memory_order_relaxed);
+  }
   dead_.reset(new std::atomic<int>[static_cast<size_t>(ctx.size)]);
   for (int i = 0; i < ctx.size; ++i) dead_[static_cast<size_t>(i)].store(0);
   rnr_timeout_ns_ = static_cast<uint64_t>(env::get_int("LOOM_SHM_RNR_TIMEOUT_MS", 0)) * 1000000ull;
@@ -781,14 +805,12 @@ const KeyTable* ShmProvider::key_table(int rank) {
   return p.keys.as<KeyTable>();
 }
 
-uint8_t* ShmProvider::segment_base(int rank, uint64_t segment) {
-  std::lock_guard<std::mutex> g(mu_);
-  if (rank == ctx_.rank) {
-    for (auto& [base, c] : chunks_)
-      if (c.segment == segment) return static_cast<uint8_t*>(c.map.addr());
-    return nullptr;
-  }
+uint8_t* ShmProvider::segment_base_slow(int rank, uint64_t segment) {
+  if (rank < 0 || rank >= ctx_.size) return nullptr;
   Peer& p = peers_[static_cast<size_t>(rank)];
+  // First use: map the segment file. Mappings stay until the provider closes, so a pointer
+  // published here never dangles, even for our own segments after unmap_chunk.
+  std::lock_guard<std::mutex> g(mu_);
   auto it = p.segments.find(segment);
   if (it != p.segments.end()) return static_cast<uint8_t*>(it->second.addr());
   Mapping m;
@@ -804,6 +826,7 @@ uint8_t* ShmProvider::segment_base(int rank, uint64_t segment) {
   }
   uint8_t* b = static_cast<uint8_t*>(m.addr());
   p.segments.emplace(segment, std::move(m));
+  if (segment < kFastSegments) p.fast[segment].store(b, std::memory_order_release);
   return b;
 }
 

@@ -41,6 +41,8 @@ class ShmQp;
 class ShmCq;
 
 class ShmProvider : public Provider {
+  static constexpr size_t kFastSegments = 4096;
+
  public:
   explicit ShmProvider(const ProviderContext& ctx);
   ~ShmProvider() override;
@@ -59,9 +61,16 @@ class ShmProvider : public Provider {
   int rank() const { return ctx_.rank; }
   std::string path(const std::string& kind, int rank, uint64_t id) const;
   const KeyTable* key_table(int rank);                    // maps on first use
-  uint8_t* segment_base(int rank, uint64_t segment);       // maps on first use; nullptr if gone
+  // The base of a peer's segment in this process; maps it on first use; nullptr if gone.
+  uint8_t* segment_base(int rank, uint64_t segment) {
+    if (segment < kFastSegments && rank >= 0 && rank < ctx_.size) {
+      if (uint8_t* b = peers_[static_cast<size_t>(rank)].fast[segment].load(std::memory_order_acquire)) return b;
+    }
+    return segment_base_slow(rank, segment);
+  }
   KeyTable* own_keys() { return keys_.as<KeyTable>(); }
   ShmQp* qp_by_num(uint32_t qpn) const;
+  uint8_t* segment_base_slow(int rank, uint64_t segment);
   void forget_qp(uint32_t qpn);
   uint64_t rnr_timeout_ns() const { return rnr_timeout_ns_; }
 
@@ -75,6 +84,7 @@ class ShmProvider : public Provider {
   struct Peer {
     Mapping keys;
     std::unordered_map<uint64_t, Mapping> segments;
+    std::unique_ptr<std::atomic<uint8_t*>[]> fast;  // segment id -> base, set once
   };
 
   ProviderContext ctx_;
