@@ -5,6 +5,7 @@
 // Backoff::pause() is for waits that nobody will signal (a flag written by a remote RDMA WRITE):
 // it ends in short timed sleeps. Waits that a producer can signal use a futex instead
 // (see CompletionQueue::wait and Backoff::should_sleep()).
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <thread>
@@ -20,6 +21,17 @@ inline void cpu_relax() {
   _mm_pause();
 #elif defined(__aarch64__)
   asm volatile("yield");
+#endif
+}
+
+// Orders this thread's earlier stores before its later ones as seen by other processes (data
+// before the flag or completion that announces it). ThreadSanitizer rejects standalone fences;
+// it cannot see other processes anyway, so under it this is a compiler barrier only.
+inline void store_fence() {
+#if defined(__SANITIZE_THREAD__)
+  std::atomic_signal_fence(std::memory_order_release);
+#else
+  std::atomic_thread_fence(std::memory_order_release);
 #endif
 }
 

@@ -372,13 +372,14 @@ inline uint8_t* ShmQp::resolve(int rank, uint32_t key, uint64_t addr, uint64_t l
   uint32_t idx = key_index(key);
   if (idx == 0 || idx >= kKeyCapacity) { *why = Status::RemoteAccessError; return nullptr; }
   const KeyEntry& e = t->entries[idx];
+  // A seqlock read: generation, fields, generation again. Acquire loads keep the second read
+  // of the generation after the fields (free on x86, where every load is an acquire).
   uint32_t gen = e.generation.load(std::memory_order_acquire);
-  uint64_t base = e.base.load(std::memory_order_relaxed);
-  uint64_t length = e.length.load(std::memory_order_relaxed);
-  uint64_t seg = e.segment.load(std::memory_order_relaxed);
-  uint64_t segoff = e.seg_offset.load(std::memory_order_relaxed);
-  uint32_t access = e.access.load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  uint64_t base = e.base.load(std::memory_order_acquire);
+  uint64_t length = e.length.load(std::memory_order_acquire);
+  uint64_t seg = e.segment.load(std::memory_order_acquire);
+  uint64_t segoff = e.seg_offset.load(std::memory_order_acquire);
+  uint32_t access = e.access.load(std::memory_order_acquire);
   // Re-read the generation: a registration replaced while we read it is rejected, not mixed.
   if (gen == 0 || gen != key_generation(key) || e.generation.load(std::memory_order_relaxed) != gen ||
       (access & need) != need || !covers(base, length, addr, len)) {
@@ -445,7 +446,7 @@ ShmQp::Outcome ShmQp::execute(const SendWr& wr, const uint8_t* inline_src) {
           std::memcpy(dst, src, 8);  // one 8-byte store, no library call
         } else if (len > 8) {
           std::memcpy(dst, src, len - 8);
-          std::atomic_thread_fence(std::memory_order_release);
+          signal::store_fence();
           std::memcpy(dst + len - 8, src + len - 8, 8);
         } else {
           std::memcpy(dst, src, len);
@@ -463,7 +464,7 @@ ShmQp::Outcome ShmQp::execute(const SendWr& wr, const uint8_t* inline_src) {
         c.byte_len = static_cast<uint32_t>(len);
         c.qp_num = peer_qpn_;
         c.src_rank = p_.rank();
-        std::atomic_thread_fence(std::memory_order_release);
+        signal::store_fence();
         push_remote(c, &o.status);
       }
       return o;
@@ -522,7 +523,7 @@ ShmQp::Outcome ShmQp::execute(const SendWr& wr, const uint8_t* inline_src) {
         }
       }
       c.byte_len = static_cast<uint32_t>(len);
-      std::atomic_thread_fence(std::memory_order_release);
+      signal::store_fence();
       push_remote(c, &o.status);
       o.byte_len = static_cast<uint32_t>(len);
       return o;
