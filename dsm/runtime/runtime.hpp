@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "dsm/common/error.hpp"
 #include "dsm/fabric/fabric.hpp"
 #include "dsm/memory/rdma_allocator.hpp"
 #include "dsm/memory/registered_heap.hpp"

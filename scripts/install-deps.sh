@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs Loom's build and test dependencies from Debian's archive (Debian 12).
+# Skips apt entirely when everything is already installed.
+set -euo pipefail
+PKGS=(cmake ninja-build g++ pkg-config
+      libibverbs-dev libnuma-dev libhwloc-dev libboost-dev libgtest-dev libtbb-dev libbenchmark-dev
+      libucx-dev)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
