@@ -1,6 +1,8 @@
 // A Loom program for the launcher tests: every rank brings up the runtime (so the job has
 // shared segments), then the rank named by argv[1] fails in the way argv[2] says while the
 // others wait forever. The launcher must end the job, name the rank and clean up.
+// Mode "vanish": the rank leaves quietly (status 0, so the job goes on) and the others check
+// that a SEND and a service call to it fail with a clear error instead of hanging.
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 #include <cstring>
 
 #include "dsm/runtime/runtime.hpp"
+#include "dsm/signal/backoff.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -24,7 +27,36 @@ int main(int argc, char** argv) {
     rt.allocator().free_chunk(chunk);
     return 0;
   }
-  if (rt.rank() == std::atoi(argv[1])) {
+  const int victim = std::atoi(argv[1]);
+  if (std::strcmp(argv[2], "vanish") == 0) {
+    loom::fabric::QpCaps caps;
+    caps.max_recv_wr = 1;
+    auto mesh = rt.make_mesh(caps);
+    if (rt.rank() == victim) _exit(0);  // no goodbye: as if the process crashed quietly
+    // Wait until the victim is gone as far as the provider can tell.
+    loom::signal::Backoff b;
+    while (rt.provider().peer_alive(victim)) b.pause();
+    // The victim posted no receive: the SEND waits (the RNR retry) until it sees the peer gone.
+    loom::fabric::Completion c{};
+    loom::fabric::SendWr wr;
+    wr.opcode = loom::fabric::Opcode::Send;
+    wr.local = {chunk.address(), 8, chunk.lkey};
+    wr.signaled = true;
+    if (mesh->qp(victim).post_send(wr) != loom::fabric::PostResult::Ok) return 10;
+    auto& cq = *mesh->send_cqs[static_cast<size_t>(victim)];
+    while (cq.poll(std::span(&c, 1)) == 0) b.pause();
+    std::printf("rank %d: SEND to vanished rank %d: %s\n", rt.rank(), victim, loom::fabric::to_string(c.status));
+    try {
+      rt.service().call_sync(victim, loom::runtime::Service::id_of("loom.memory.allocate"), {});
+      std::printf("rank %d: service call to vanished rank %d returned\n", rt.rank(), victim);
+      return 11;
+    } catch (const loom::Error& e) {
+      std::printf("rank %d: service call error: %s\n", rt.rank(), e.what());
+    }
+    std::fflush(stdout);
+    _exit(c.status == loom::fabric::Status::PeerUnreachable ? 0 : 12);  // the barrier partner is gone
+  }
+  if (rt.rank() == victim) {
     if (std::strcmp(argv[2], "exit") == 0) std::exit(3);
     if (std::strcmp(argv[2], "kill") == 0) raise(SIGKILL);
   }

@@ -87,6 +87,18 @@ TEST_F(Launcher, SigkillLatencyIsUnderTwoSeconds) {
   EXPECT_FALSE(segments_left());
 }
 
+TEST_F(Launcher, APeerThatDiedIsAClearErrorNotAHang) {
+  auto r = run(loomrun(std::string("-n 3 --timeout 60 ") + CRASH_HELPER_PATH + " 2 vanish"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_NE(r.output.find("[" + std::to_string(k) + "] rank " + std::to_string(k) + ": SEND to vanished rank 2: peer unreachable"),
+              std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("[" + std::to_string(k) + "] rank " + std::to_string(k) + ": service call error: service call to rank 2: the peer died"),
+              std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(segments_left());
+}
+
 TEST_F(Launcher, BadUsageIsAClearError) {
   auto r = run(loomrun("-n 0 true"));
   EXPECT_EQ(r.status, 2);
