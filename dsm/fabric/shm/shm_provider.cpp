@@ -318,6 +318,16 @@ class ShmQp : public QueuePair {
   uint8_t* resolve(int rank, uint32_t key, uint64_t addr, uint64_t len, uint32_t need, Status* why);
   const uint8_t* local(const Sge& sge, uint32_t need, Status* why);
   bool take_recv(RqEntry* out, Status* why);
+  // The completion a request raises at the peer when it consumes the receive `e`.
+  Completion receive_completion(const RqEntry& e, Opcode op, uint64_t len) const {
+    Completion c;
+    c.wr_id = e.wr_id;
+    c.opcode = op;
+    c.byte_len = static_cast<uint32_t>(len);
+    c.qp_num = peer_qpn_;
+    c.src_rank = p_.rank();
+    return c;
+  }
   void push_remote(const Completion& c, Status* sender_status);
 
   ShmProvider& p_;
@@ -456,14 +466,9 @@ ShmQp::Outcome ShmQp::execute(const SendWr& wr, const uint8_t* inline_src) {
       if (wr.opcode == Opcode::WriteWithImm) {
         RqEntry e;
         if (!take_recv(&e, &why)) { o.status = why; return o; }
-        Completion c;
-        c.wr_id = e.wr_id;
-        c.opcode = Opcode::RecvWriteWithImm;
+        Completion c = receive_completion(e, Opcode::RecvWriteWithImm, len);
         c.with_imm = true;
         c.imm = wr.imm;
-        c.byte_len = static_cast<uint32_t>(len);
-        c.qp_num = peer_qpn_;
-        c.src_rank = p_.rank();
         signal::store_fence();
         push_remote(c, &o.status);
       }
@@ -504,11 +509,7 @@ ShmQp::Outcome ShmQp::execute(const SendWr& wr, const uint8_t* inline_src) {
       if (src == nullptr && len != 0) { o.status = why; return o; }
       RqEntry e;
       if (!take_recv(&e, &why)) { o.status = why; return o; }
-      Completion c;
-      c.wr_id = e.wr_id;
-      c.opcode = Opcode::Recv;
-      c.qp_num = peer_qpn_;
-      c.src_rank = p_.rank();
+      Completion c = receive_completion(e, Opcode::Recv, len);
       if (len > e.length) {
         c.status = Status::LocalLengthError;
         o.status = Status::RemoteInvalidRequest;
@@ -522,7 +523,6 @@ ShmQp::Outcome ShmQp::execute(const SendWr& wr, const uint8_t* inline_src) {
           std::memcpy(dst, src, len);
         }
       }
-      c.byte_len = static_cast<uint32_t>(len);
       signal::store_fence();
       push_remote(c, &o.status);
       o.byte_len = static_cast<uint32_t>(len);
