@@ -216,15 +216,33 @@ TEST(Fabric, BadKeysAndBoundsAreErrors) {
   auto& cq = *mesh->send_cqs[static_cast<size_t>(dst)];
   Remote r = buf.remote[static_cast<size_t>(dst)];
 
+  // Collective. Even and odd ranks take turns causing the error: on an RC transport the
+  // responder's QP enters the error state too, and with 2 ranks both directions share one QP.
   auto expect_error = [&](fabric::SendWr wr, Status want, int line) {
     SCOPED_TRACE("case at line " + std::to_string(line));
-    EXPECT_EQ(run(qp, cq, wr).status, want);
-    EXPECT_EQ(qp.state(), fabric::QpState::Error);
-    // Later requests are flushed until the QP is reset.
-    EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 0, 8, r, 0)).status, Status::WorkRequestFlushed);
-    qp.reset();
-    EXPECT_EQ(qp.state(), fabric::QpState::Ready);
-    EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 0, 8, r, 0)).status, Status::Success);
+    for (int turn = 0; turn < 2; ++turn) {
+      const bool mine = rt().rank() % 2 == turn;
+      if (mine) {
+        Status got = run(qp, cq, wr).status;
+        // rxe reports local errors as a QP operation error where others are precise.
+        if (!(want == Status::LocalProtectionError && got == Status::LocalOperationError)) {
+          EXPECT_EQ(got, want);
+        }
+        EXPECT_EQ(qp.state(), fabric::QpState::Error);
+        // Later requests are flushed until the QP is reset.
+        EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 0, 8, r, 0)).status, Status::WorkRequestFlushed);
+      }
+      // Recovery resets both ends of each pair: ours to the right and ours from the left.
+      rt().barrier();
+      qp.reset();
+      mesh->qp(left()).reset();
+      rt().barrier();
+      EXPECT_EQ(qp.state(), fabric::QpState::Ready);
+      if (mine) {
+        EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 0, 8, r, 0)).status, Status::Success);
+      }
+      rt().barrier();
+    }
   };
   Remote bad = r;
   bad.rkey ^= 0x5a5a;  // unknown key
@@ -233,12 +251,13 @@ TEST(Fabric, BadKeysAndBoundsAreErrors) {
   bad.rkey = 0;
   expect_error(rdma(Opcode::Read, buf.local, 0, 8, bad, 0), Status::RemoteAccessError, __LINE__);
   expect_error(rdma(Opcode::Read, buf.local, 0, 8, r, ~uint64_t{0} - r.addr - 3), Status::RemoteAccessError, __LINE__);  // wraps
-  expect_error(rdma(Opcode::FetchAdd, buf.local, 0, 8, r, 4), Status::RemoteInvalidRequest, __LINE__);  // misaligned atomic
   fabric::SendWr badlocal = rdma(Opcode::Write, buf.local, 0, 8, r, 0);
   badlocal.local.lkey ^= 0x1234;
   expect_error(badlocal, Status::LocalProtectionError, __LINE__);
-  // Malformed requests are refused at post time.
+  // Malformed requests are refused at post time: atomics of 4 bytes or on a misaligned word.
   EXPECT_EQ(qp.post_send(rdma(Opcode::FetchAdd, buf.local, 0, 4, r, 0)), fabric::PostResult::InvalidArgument);
+  EXPECT_EQ(qp.post_send(rdma(Opcode::FetchAdd, buf.local, 0, 8, r, 4)), fabric::PostResult::InvalidArgument);
+  EXPECT_EQ(qp.post_send(rdma(Opcode::CompareSwap, buf.local, 0, 8, r, 12)), fabric::PostResult::InvalidArgument);
   fabric::SendWr big = rdma(Opcode::Write, buf.local, 0, 4096, r, 0);
   big.inline_data = true;
   EXPECT_EQ(qp.post_send(big), fabric::PostResult::InvalidArgument);
@@ -271,34 +290,82 @@ TEST(Fabric, BadKeysAndBoundsAreErrors) {
   rt().provider().deregister(ro);
 }
 
-// Posting beyond the send-queue depth is refused, as on a NIC; polling a signaled completion
-// frees the entries before it.
-TEST(Fabric, SendQueueDepthIsEnforced) {
+// Posting beyond the send-queue depth is refused, as on a NIC, and so is posting beyond the
+// receive-queue depth. The depth is what caps() reports (a NIC may round the request up).
+TEST(Fabric, QueueDepthsAreEnforced) {
   SharedBuffers buf(1 << 21);
-  fabric::QpCaps caps;
-  caps.max_send_wr = 4;
-  caps.max_recv_wr = 4;
-  auto mesh = rt().make_mesh(caps);
+  fabric::QpCaps want;
+  want.max_send_wr = 4;
+  want.max_recv_wr = 64;
+  auto mesh = rt().make_mesh(want);
   auto& qp = mesh->qp(right());
   auto& cq = *mesh->send_cqs[static_cast<size_t>(right())];
+  const uint32_t depth = qp.caps().max_send_wr;
+  ASSERT_GE(depth, want.max_send_wr);
   Remote r = buf.remote[static_cast<size_t>(right())];
-  for (int i = 0; i < 3; ++i) ASSERT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::Ok);
-  auto wr = rdma(Opcode::Write, buf.local, 0, 8, r, 0);
-  wr.signaled = true;
-  wr.wr_id = 5;
-  ASSERT_EQ(qp.post_send(wr), fabric::PostResult::Ok);
-  EXPECT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::QueueFull);
-  EXPECT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::QueueFull);
-  EXPECT_EQ(wait_one(cq).wr_id, 5u);
-  EXPECT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::Ok);
-  // Receive queue depth too.
-  fabric::RecvWr rw;
+  rt().barrier();
+  if (rt().provider().info().frees_on_poll) {
+    // Entries stay in use until a later signaled completion is polled: exactly `depth` posts fit.
+    for (uint32_t i = 0; i + 1 < depth; ++i)
+      ASSERT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::Ok);
+    auto wr = rdma(Opcode::Write, buf.local, 0, 8, r, 0);
+    wr.signaled = true;
+    wr.wr_id = 5;
+    ASSERT_EQ(qp.post_send(wr), fabric::PostResult::Ok);
+    EXPECT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::QueueFull);
+    EXPECT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::QueueFull);
+    EXPECT_EQ(wait_one(cq).wr_id, 5u);
+    EXPECT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::Ok);
+    wr.wr_id = 6;
+    ASSERT_EQ(qp.post_send(wr), fabric::PostResult::Ok);
+    EXPECT_EQ(wait_one(cq).wr_id, 6u);
+  } else {
+    // A NIC may free entries as requests complete, and may give a deeper queue than caps()
+    // says. SENDs to a peer with no receive posted cannot complete (the RNR retry), so they
+    // hold their entries: posting must be refused at some point, and not before caps()'s depth.
+    fabric::SendWr send;
+    send.opcode = Opcode::Send;
+    send.local = {buf.local.address(), 8, buf.local.lkey};
+    uint32_t accepted = 0;
+    fabric::PostResult pr = fabric::PostResult::Ok;
+    while (accepted < 64 && (pr = qp.post_send(send)) == fabric::PostResult::Ok) ++accepted;
+    EXPECT_EQ(pr, fabric::PostResult::QueueFull) << "accepted " << accepted << " SENDs that cannot complete";
+    EXPECT_GE(accepted, depth);
+    rt().barrier();
+    // Now the receives: the stuck SENDs complete, and the queue takes requests again.
+    auto& rq = mesh->qp(left());
+    auto counts = rt().bootstrap().allgather(std::as_bytes(std::span(&accepted, 1)));
+    uint32_t incoming;
+    std::memcpy(&incoming, counts[static_cast<size_t>(left())].data(), 4);
+    for (uint32_t i = 0; i < incoming; ++i) {
+      fabric::RecvWr rw;
+      rw.wr_id = 100 + i;
+      rw.local = {buf.local.address() + 4096 + 64 * i, 64, buf.local.lkey};
+      ASSERT_EQ(rq.post_recv(rw), fabric::PostResult::Ok);
+    }
+    for (uint32_t i = 0; i < incoming; ++i) EXPECT_EQ(wait_one(*mesh->recv_cq).status, Status::Success);
+    auto wr = rdma(Opcode::Write, buf.local, 0, 8, r, 0);
+    wr.signaled = true;
+    wr.wr_id = 7;
+    signal::Backoff b;
+    while ((pr = qp.post_send(wr)) == fabric::PostResult::QueueFull) b.pause();
+    ASSERT_EQ(pr, fabric::PostResult::Ok);
+    EXPECT_EQ(wait_one(cq).wr_id, 7u);
+  }
+  rt().barrier();
+  // Receive queue depth: nobody sends now, so the receives stay posted.
   auto& rq = mesh->qp(left());
-  for (int i = 0; i < 4; ++i) ASSERT_EQ(rq.post_recv(rw), fabric::PostResult::Ok);
-  EXPECT_EQ(rq.post_recv(rw), fabric::PostResult::QueueFull);
-  wr.opcode = Opcode::Write;
-  ASSERT_EQ(qp.post_send(wr), fabric::PostResult::Ok);
-  wait_one(cq);
+  const uint32_t rdepth = rq.caps().max_recv_wr;
+  fabric::RecvWr rw;
+  rw.local = {buf.local.address() + 8192, 64, buf.local.lkey};
+  uint32_t posted = 0;
+  fabric::PostResult rr = fabric::PostResult::Ok;
+  while (posted < 4 * rdepth + 64 && (rr = rq.post_recv(rw)) == fabric::PostResult::Ok) ++posted;
+  EXPECT_EQ(rr, fabric::PostResult::QueueFull);
+  EXPECT_GE(posted, rdepth);
+  if (rt().provider().info().name == "shm") {
+    EXPECT_EQ(posted, rdepth);  // exact where we control it
+  }
   rt().barrier();
 }
 
@@ -307,21 +374,33 @@ TEST(Fabric, SendQueueDepthIsEnforced) {
 TEST(Fabric, SendLargerThanReceiveIsAnError) {
   SharedBuffers buf(1 << 21);
   auto mesh = rt().make_mesh(small_caps());
+  // One direction per pair (even -> odd): the error puts both ends of the pair's QPs into the
+  // error state on RC transports, and with 2 ranks the two directions share one QP.
+  const bool sender = rt().rank() % 2 == 0 && rt().rank() + 1 < rt().size();
+  const bool receiver = rt().rank() % 2 == 1;
   std::memset(buf.local.bytes() + 1000, 0xEE, 64);
-  fabric::RecvWr rw;
-  rw.wr_id = 9;
-  rw.local = {buf.local.address() + 1000, 16, buf.local.lkey};
-  ASSERT_EQ(mesh->qp(left()).post_recv(rw), fabric::PostResult::Ok);
+  if (receiver) {
+    fabric::RecvWr rw;
+    rw.wr_id = 9;
+    rw.local = {buf.local.address() + 1000, 16, buf.local.lkey};
+    ASSERT_EQ(mesh->qp(left()).post_recv(rw), fabric::PostResult::Ok);
+  }
   rt().barrier();
-  auto& qp = mesh->qp(right());
-  fabric::SendWr wr;
-  wr.opcode = Opcode::Send;
-  wr.local = {buf.local.address() + 4096, 32, buf.local.lkey};
-  EXPECT_EQ(run(qp, *mesh->send_cqs[static_cast<size_t>(right())], wr).status, Status::RemoteInvalidRequest);
-  auto c = wait_one(*mesh->recv_cq);
-  EXPECT_EQ(c.status, Status::LocalLengthError);
-  EXPECT_EQ(c.wr_id, 9u);
-  for (int i = 0; i < 64; ++i) ASSERT_EQ(buf.local.bytes()[1000 + i], 0xEE);
+  if (sender) {
+    fabric::SendWr wr;
+    wr.opcode = Opcode::Send;
+    wr.local = {buf.local.address() + 4096, 32, buf.local.lkey};
+    // The sender's status depends on the transport (rxe: remote operational error; shm and
+    // mlx5: remote invalid request); the receiver's is a local length (or QP operation) error.
+    Status st = run(mesh->qp(right()), *mesh->send_cqs[static_cast<size_t>(right())], wr).status;
+    EXPECT_TRUE(st == Status::RemoteInvalidRequest || st == Status::RemoteOperationalError) << fabric::to_string(st);
+  }
+  if (receiver) {
+    auto c = wait_one(*mesh->recv_cq);
+    EXPECT_TRUE(c.status == Status::LocalLengthError || c.status == Status::LocalOperationError) << fabric::to_string(c.status);
+    EXPECT_EQ(c.wr_id, 9u);
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(buf.local.bytes()[1000 + i], 0xEE) << "written past the receive buffer";
+  }
   rt().barrier();
 }
 

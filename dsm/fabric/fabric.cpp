@@ -2,6 +2,9 @@
 
 #include "dsm/common/error.hpp"
 #include "dsm/fabric/shm/shm_provider.hpp"
+#ifdef LOOM_HAVE_VERBS
+#include "dsm/fabric/verbs/verbs_provider.hpp"
+#endif
 
 namespace loom::fabric {
 
@@ -24,6 +27,7 @@ const char* to_string(Status s) {
     case Status::Success: return "success";
     case Status::LocalLengthError: return "local length error";
     case Status::LocalProtectionError: return "local protection error";
+    case Status::LocalOperationError: return "local QP operation error";
     case Status::RemoteAccessError: return "remote access error";
     case Status::RemoteInvalidRequest: return "remote invalid request";
     case Status::RemoteOperationalError: return "remote operational error";
@@ -44,11 +48,22 @@ const char* to_string(PostResult r) {
   return "unknown-post-result";
 }
 
-std::vector<std::string> compiled_providers() { return {"shm"}; }
+std::vector<std::string> compiled_providers() {
+#ifdef LOOM_HAVE_VERBS
+  return {"shm", "verbs"};
+#else
+  return {"shm"};
+#endif
+}
 
 std::unique_ptr<Provider> make_provider(const std::string& name, const ProviderContext& ctx) {
   if (name == "shm") return std::make_unique<shm::ShmProvider>(ctx);
-  fail("unknown fabric provider '", name, "' (compiled in: shm)");
+#ifdef LOOM_HAVE_VERBS
+  if (name == "verbs") return std::make_unique<verbs::VerbsProvider>(ctx);
+#endif
+  std::string list;
+  for (auto& p : compiled_providers()) list += (list.empty() ? "" : ", ") + p;
+  fail("unknown fabric provider '", name, "' (compiled in: ", list, ")");
 }
 
 }  // namespace loom::fabric

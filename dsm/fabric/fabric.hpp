@@ -28,6 +28,7 @@ enum class Status : uint8_t {
   Success = 0,
   LocalLengthError,       // receive buffer too small, or bad local length
   LocalProtectionError,   // local buffer not covered by the lkey
+  LocalOperationError,    // the local QP rejected the request (rxe's report for bad local keys and short receives)
   RemoteAccessError,      // unknown / revoked rkey, out of bounds, or access not granted
   RemoteInvalidRequest,   // misaligned atomic, message longer than the receive buffer
   RemoteOperationalError, // the target's completion queue overran
@@ -152,12 +153,18 @@ struct ProviderContext {
   int rank = 0;
   int size = 1;
   std::string job_id;
-  std::string job_dir;  // per-job directory for named segments (shm)
+  std::string job_dir;             // per-job directory for named segments (shm)
+  std::vector<int> pids;           // every rank's process id ...
+  std::vector<std::string> hosts;  // ... and host name, for liveness checks on one host
 };
 
 struct ProviderInfo {
   std::string name;
   bool huge_pages = false;
+  // True if a send-queue entry stays in use until a signaled completion of it or of a later
+  // request is polled (shm; NICs that reclaim on poll). False: entries may free as soon as
+  // their requests complete (rxe). Either way, exceeding the depth is refused.
+  bool frees_on_poll = false;
   uint32_t max_qp_depth = 0;
   uint32_t max_inline = 0;
   uint32_t max_message = 0;

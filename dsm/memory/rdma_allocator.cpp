@@ -44,7 +44,7 @@ RDMAMemory RDMAAllocator::allocate_chunk(size_t size) {
   if (!s->chunk.huge_pages) {
     static std::atomic<bool> said{false};
     if (!said.exchange(true) && env::get_int("LOOM_LOCAL_RANK", 0) == 0)
-      log::warn("huge pages are not available here (no hugetlbfs with free pages); registered memory uses normal pages");
+      log::warn("huge pages are not available here; registered memory uses normal pages");
   }
   auto off = s->space.allocate(want);
   RDMAMemory m{static_cast<uint8_t*>(s->chunk.addr) + *off, want, s->mr.lkey, s->mr.rkey, zone_};

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <set>
 #include <sstream>
 
@@ -38,9 +41,30 @@ Runtime& Runtime::current() {
   return *r;
 }
 
+namespace {
+// An uncaught loom::Error (a bad setting, no RDMA device, a dead peer) ends the process with one
+// clear line and status 1, which loomrun reports with the rank — not an abort and a core dump.
+[[noreturn]] void terminate_with_one_line() {
+  if (auto e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      std::fprintf(stderr, "loom: error: %s\n", x.what());
+      std::fflush(stderr);
+      std::_Exit(1);
+    } catch (...) {
+    }
+  }
+  std::fprintf(stderr, "loom: terminated\n");
+  std::fflush(stderr);
+  std::abort();
+}
+}  // namespace
+
 Runtime::Runtime(int& argc, char**& argv) {
   (void)argc;
   (void)argv;
+  std::set_terminate(terminate_with_one_line);
   Runtime* expected = nullptr;
   if (!g_runtime.compare_exchange_strong(expected, this)) fail("a loom::Runtime already exists in this process");
   try {
@@ -54,9 +78,19 @@ Runtime::Runtime(int& argc, char**& argv) {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     hostname_ = host;
-    auto names = boot_->allgather(std::as_bytes(std::span(hostname_.data(), hostname_.size())));
+    std::string me = std::to_string(getpid()) + " " + hostname_;
+    auto names = boot_->allgather(std::as_bytes(std::span(me.data(), me.size())));
     std::set<std::string> hosts;
-    for (auto& n : names) hosts.emplace(reinterpret_cast<const char*>(n.data()), n.size());
+    std::vector<int> pids;
+    std::vector<std::string> host_of;
+    for (auto& n : names) {
+      std::string entry(reinterpret_cast<const char*>(n.data()), n.size());
+      auto sp = entry.find(' ');
+      if (sp == std::string::npos) fail("bootstrap: malformed process entry '", entry, "'");
+      pids.push_back(std::stoi(entry.substr(0, sp)));
+      host_of.push_back(entry.substr(sp + 1));
+      hosts.insert(host_of.back());
+    }
     machines_ = static_cast<int>(hosts.size());
     machine_ = static_cast<int>(std::distance(hosts.begin(), hosts.find(hostname_)));
     t_name = ThreadName{machine_, boot_->rank(), 0, "main"};
@@ -69,6 +103,8 @@ Runtime::Runtime(int& argc, char**& argv) {
     ctx.job_id = boot_->job_id();
     auto* emb = dynamic_cast<runtime::EmbeddedBootstrap*>(boot_.get());
     ctx.job_dir = emb != nullptr ? emb->job_dir() : env::get_string("LOOM_JOB_DIR", "");
+    ctx.pids = pids;
+    ctx.hosts = host_of;
     provider_ = fabric::make_provider(env::get_string("LOOM_PROVIDER", "shm"), ctx);
 
     size_t super = env::get_size("LOOM_SUPERCHUNK_SIZE", 1ull << 30);
@@ -93,9 +129,11 @@ Runtime::Runtime(int& argc, char**& argv) {
 
 Runtime::~Runtime() {
   try {
-    // Everyone stops sending service calls before anyone's service goes away.
+    // Everyone stops sending service calls before anyone's service goes away, and every
+    // request in flight is acknowledged before any QP goes (RC needs the peer's QP for that).
     boot_->barrier();
     service_->stop();
+    service_->quiesce();
     boot_->barrier();
   } catch (const std::exception& e) {
     log::error("runtime shutdown: ", e.what());
@@ -166,8 +204,22 @@ std::thread Runtime::spawn(const std::string& label, std::function<void()> fn) {
   });
 }
 
+Mesh::~Mesh() {
+  try {
+    for (auto& t : transmitters) t->flush();
+    boot->barrier();
+  } catch (const std::exception& e) {
+    log::error("mesh teardown: ", e.what());
+  }
+  // Members go after this body: transmitters before their QPs, QPs before their CQs.
+  transmitters.clear();
+  qps.clear();
+  send_cqs.clear();
+  recv_cq.reset();
+}
+
 std::unique_ptr<Mesh> Runtime::make_mesh(const fabric::QpCaps& caps, uint32_t recv_cq_depth) {
-  auto m = std::make_unique<Mesh>();
+  auto m = std::make_unique<Mesh>(*boot_);
   const int n = size();
   if (recv_cq_depth == 0) recv_cq_depth = caps.max_recv_wr * static_cast<uint32_t>(n);
   m->recv_cq = provider_->create_cq(recv_cq_depth);

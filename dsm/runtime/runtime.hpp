@@ -32,7 +32,15 @@ const ThreadName& this_thread_name();
 
 // A full mesh of connected queue pairs (one per rank, self included), each with its own send
 // CQ and Transmitter; receives of all of them land in one receive CQ.
+// Destruction is collective, like construction: it flushes this thread's posts and waits for
+// every rank before the QPs go, because on RC transports a peer's in-flight requests need this
+// side's QP until they are acknowledged.
 struct Mesh {
+  explicit Mesh(runtime::Bootstrap& b) : boot(&b) {}
+  ~Mesh();
+  Mesh(const Mesh&) = delete;
+  Mesh& operator=(const Mesh&) = delete;
+  runtime::Bootstrap* boot;
   std::unique_ptr<fabric::CompletionQueue> recv_cq;
   std::vector<std::unique_ptr<fabric::CompletionQueue>> send_cqs;
   std::vector<std::unique_ptr<fabric::QueuePair>> qps;

@@ -71,10 +71,7 @@ Service::Service(Bootstrap& boot, fabric::Provider& provider, memory::RDMAAlloca
 
 Service::~Service() {
   stop();
-  // Nobody may still send to us once we tear down: the caller (Runtime) barriers first.
-  for (auto& p : peers_) {
-    if (p->qp->state() != fabric::QpState::Init) p->tx->flush();
-  }
+  // The caller (Runtime) has quiesced and barriered: nobody sends to us any more.
   peers_.clear();
   recv_cq_.reset();
   alloc_.free_chunk(recv_chunk_);
@@ -103,6 +100,13 @@ void Service::stop() {
   stop_.store(true, std::memory_order_release);
   recv_cq_->interrupt();
   thread_.join();
+}
+
+void Service::quiesce() {
+  for (auto& p : peers_) {
+    std::lock_guard<std::mutex> g(p->send_mu);
+    if (p->qp->state() != fabric::QpState::Init) p->tx->flush();
+  }
 }
 
 bool Service::on_service_thread() const { return t_service_thread_of == this; }

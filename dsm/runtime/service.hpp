@@ -52,6 +52,8 @@ class Service {
 
   void start();
   void stop();
+  // Waits until everything this process sent has completed (before a collective teardown).
+  void quiesce();
 
   // One-way call: returns once the message is posted.
   void call(int dest, uint32_t function, std::span<const std::byte> payload);

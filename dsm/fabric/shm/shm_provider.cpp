@@ -489,7 +489,6 @@ ShmQp::Outcome ShmQp::execute(const SendWr& wr, const uint8_t* inline_src) {
     case Opcode::FetchAdd: {
       uint8_t* dst = const_cast<uint8_t*>(local(wr.local, kLocalWrite, &why));
       if (dst == nullptr) { o.status = why; return o; }
-      if (wr.remote_addr % 8 != 0) { o.status = Status::RemoteInvalidRequest; return o; }
       uint8_t* target = resolve(peer_, wr.rkey, wr.remote_addr, 8, kRemoteAtomic, &why);
       if (target == nullptr) { o.status = why; return o; }
       std::atomic_ref<uint64_t> word(*reinterpret_cast<uint64_t*>(target));
@@ -538,7 +537,7 @@ PostResult ShmQp::post_send(const SendWr& wr) {
   switch (wr.opcode) {
     case Opcode::Write: case Opcode::WriteWithImm: case Opcode::Read: case Opcode::Send: break;
     case Opcode::CompareSwap: case Opcode::FetchAdd:
-      if (wr.local.length != 8 || wr.inline_data) return PostResult::InvalidArgument;
+      if (wr.local.length != 8 || wr.inline_data || wr.remote_addr % 8 != 0) return PostResult::InvalidArgument;
       break;
     default: return PostResult::InvalidArgument;
   }
@@ -644,6 +643,7 @@ ShmProvider::ShmProvider(const ProviderContext& ctx) : ctx_(ctx), qps_(new std::
   }
   info_.name = "shm";
   info_.huge_pages = !huge_dir_.empty();
+  info_.frees_on_poll = true;
   info_.max_qp_depth = 1u << 16;
   info_.max_inline = 256;
   info_.max_message = 1u << 30;

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the multi-process suites against the verbs provider. Meant for the Soft-RoCE guest
+# (../shared/rxe-vm), where it is started by `ctest -L verbs`; works on any host with an active
+# RDMA port. Usage: verbs-suite.sh BUILD_DIR [NPROCS...]
+set -uo pipefail
+build=${1:?usage: verbs-suite.sh BUILD_DIR [NPROCS...]}
+shift
+nprocs=${*:-"2 4"}
+export LOOM_PROVIDER=verbs
+# Registration pins memory: small superchunks keep 4 processes inside the guest's 2 GiB.
+export LOOM_SUPERCHUNK_SIZE=${LOOM_SUPERCHUNK_SIZE:-64M}
+# Software RDMA under emulation is ~1000x slower than shm: the stress test posts less.
+export LOOM_TEST_STRESS_POSTS=${LOOM_TEST_STRESS_POSTS:-20000}
+[ -n "${RXE_GID_INDEX:-}" ] && export LOOM_VERBS_GID_INDEX=$RXE_GID_INDEX
+passed=0
+failed=0
+for t in fabric service transmitter; do
+  for np in $nprocs; do
+    start=$(date +%s)
+    if "$build/loomrun" -n "$np" --timeout 300 "$build/tests/test_$t" > "/tmp/verbs-$t-$np.log" 2>&1; then
+      passed=$((passed + 1))
+      echo "PASS verbs $t -n $np ($(( $(date +%s) - start )) s)"
+    else
+      failed=$((failed + 1))
+      echo "FAIL verbs $t -n $np ($(( $(date +%s) - start )) s):"
+      tail -40 "/tmp/verbs-$t-$np.log"
+    fi
+  done
+done
+echo "verbs: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
