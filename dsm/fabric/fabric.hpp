@@ -161,10 +161,6 @@ struct ProviderContext {
 struct ProviderInfo {
   std::string name;
   bool huge_pages = false;
-  // True if a send-queue entry stays in use until a signaled completion of it or of a later
-  // request is polled (shm; NICs that reclaim on poll). False: entries may free as soon as
-  // their requests complete (rxe). Either way, exceeding the depth is refused.
-  bool frees_on_poll = false;
   uint32_t max_qp_depth = 0;
   uint32_t max_inline = 0;
   uint32_t max_message = 0;

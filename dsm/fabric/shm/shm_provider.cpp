@@ -643,7 +643,6 @@ ShmProvider::ShmProvider(const ProviderContext& ctx) : ctx_(ctx), qps_(new std::
   }
   info_.name = "shm";
   info_.huge_pages = !huge_dir_.empty();
-  info_.frees_on_poll = true;
   info_.max_qp_depth = 1u << 16;
   info_.max_inline = 256;
   info_.max_message = 1u << 30;

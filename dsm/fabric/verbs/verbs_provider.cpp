@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <deque>
 #include <random>
 
 #include "dsm/common/env.hpp"
@@ -188,6 +189,12 @@ class VerbsCq : public CompletionQueue {
   }
 
   int poll(std::span<Completion> out) override {
+    // One poller at a time: the queue accounting of each completion must be done before the
+    // next one is handed out, or a thread could credit a later completion while the QP still
+    // counts an earlier one. A thread that finds another polling returns nothing and comes
+    // back (it does not wait for the other).
+    std::unique_lock<std::mutex> lk(poll_mu_, std::try_to_lock);
+    if (!lk.owns_lock()) return 0;
     ibv_wc wc[32];
     int want = static_cast<int>(std::min<size_t>(out.size(), 32));
     int n = ibv_poll_cq(cq_, want, wc);
@@ -206,6 +213,7 @@ class VerbsCq : public CompletionQueue {
       c.with_imm = (wc[i].wc_flags & IBV_WC_WITH_IMM) != 0;
       if (c.with_imm) c.imm = ntohl(wc[i].imm_data);
       c.src_rank = p_.peer_of_qp(wc[i].qp_num);
+      p_.account(wc[i].qp_num, this, c.status != Status::Success, (wc[i].opcode & IBV_WC_RECV) != 0);
       if (c.status != Status::Success) {
         p_.mark_qp_error(wc[i].qp_num);
         log::debug("verbs: completion on QP ", wc[i].qp_num, ": ", ibv_wc_status_str(wc[i].status), " (vendor error ",
@@ -259,6 +267,7 @@ class VerbsCq : public CompletionQueue {
   uint32_t capacity_ = 0;
   std::atomic<bool> armed_{false};
   std::atomic<bool> overrun_{false};
+  std::mutex poll_mu_;
   std::mutex mu_;
   unsigned unacked_ = 0;
 };
@@ -279,10 +288,11 @@ class VerbsQp : public QueuePair {
     ia.sq_sig_all = 0;
     qp_ = ibv_create_qp(p.pd(), &ia);
     if (qp_ == nullptr) fail_errno("verbs: ibv_create_qp to rank " + std::to_string(peer));
-    // The device may round the queues up: caps() reports what it gave.
-    caps_.max_send_wr = ia.cap.max_send_wr;
-    caps_.max_recv_wr = ia.cap.max_recv_wr;
-    caps_.max_inline = ia.cap.max_inline_data;
+    // The device may round the queues up; Loom enforces the depths asked for (below), so the
+    // extra is headroom and a CQ sized by the requested depth can never overrun.
+    if (ia.cap.max_inline_data < caps_.max_inline) caps_.max_inline = ia.cap.max_inline_data;
+    send_cq_ = &scq;
+    recv_cq_ = &rcq;
     std::random_device rd;
     psn_ = rd() & 0xffffff;
     p.set_qp_peer(qp_->qp_num, peer);
@@ -365,13 +375,40 @@ class VerbsQp : public QueuePair {
       w.send_flags |= IBV_SEND_INLINE;
     }
     if (!connected_.load(std::memory_order_acquire)) return PostResult::NotConnected;
+    // Send-queue accounting as in the contract: an entry is in use until a completion of it or
+    // of a later request is polled. The lock makes our order the NIC's order (ibv_post_send
+    // takes the provider's own lock anyway).
+    std::lock_guard<std::mutex> g(send_mu_);
+    if (posted_ - retired_.load(std::memory_order_acquire) >= caps_.max_send_wr) return PostResult::QueueFull;
     ibv_send_wr* bad = nullptr;
     int rc = ibv_post_send(qp_, &w, &bad);
-    if (rc == 0) return PostResult::Ok;
+    if (rc == 0) {
+      ++posted_;
+      if (wr.signaled) signaled_.push_back(posted_);
+      return PostResult::Ok;
+    }
     if (rc == ENOMEM) return PostResult::QueueFull;
     log::debug("verbs: ibv_post_send to rank ", peer_, ": ", std::strerror(rc));
     return PostResult::InvalidArgument;
   }
+
+  // A send completion of this QP was polled: the oldest signaled request (and everything
+  // before it) is done. In the error state every request completes, signaled or not.
+  void on_send_completion(bool error) {
+    std::lock_guard<std::mutex> g(send_mu_);
+    if (error || error_.load()) {
+      retired_.store(posted_, std::memory_order_release);
+      signaled_.clear();
+      return;
+    }
+    if (!signaled_.empty()) {
+      retired_.store(signaled_.front(), std::memory_order_release);
+      signaled_.pop_front();
+    }
+  }
+  void on_recv_completion() { recv_consumed_.fetch_add(1, std::memory_order_acq_rel); }
+  bool is_send_cq(const void* cq) const { return cq == send_cq_; }
+  bool is_recv_cq(const void* cq) const { return cq == recv_cq_; }
 
   PostResult post_recv(const RecvWr& wr) override {
     ibv_sge sge{wr.local.addr, wr.local.length, wr.local.lkey};
@@ -379,9 +416,14 @@ class VerbsQp : public QueuePair {
     w.wr_id = wr.wr_id;
     w.sg_list = &sge;
     w.num_sge = 1;
+    std::lock_guard<std::mutex> g(recv_mu_);
+    if (recv_posted_ - recv_consumed_.load(std::memory_order_acquire) >= caps_.max_recv_wr) return PostResult::QueueFull;
     ibv_recv_wr* bad = nullptr;
     int rc = ibv_post_recv(qp_, &w, &bad);
-    if (rc == 0) return PostResult::Ok;
+    if (rc == 0) {
+      ++recv_posted_;
+      return PostResult::Ok;
+    }
     return rc == ENOMEM ? PostResult::QueueFull : PostResult::InvalidArgument;
   }
 
@@ -404,6 +446,16 @@ class VerbsQp : public QueuePair {
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_RESET;
     if (ibv_modify_qp(qp_, &a, IBV_QP_STATE) != 0) fail_errno("verbs: modify QP to RESET");
+    // RESET empties both queues.
+    {
+      std::lock_guard<std::mutex> gs(send_mu_);
+      retired_.store(posted_);
+      signaled_.clear();
+    }
+    {
+      std::lock_guard<std::mutex> gr(recv_mu_);
+      recv_consumed_.store(recv_posted_);
+    }
     to_init();
     to_rtr_rts();
     error_.store(false);
@@ -467,6 +519,15 @@ class VerbsQp : public QueuePair {
   std::mutex mu_;
   std::atomic<bool> connected_{false};
   std::atomic<bool> error_{false};
+  const void* send_cq_ = nullptr;
+  const void* recv_cq_ = nullptr;
+  std::mutex send_mu_;
+  uint64_t posted_ = 0;
+  std::atomic<uint64_t> retired_{0};
+  std::deque<uint64_t> signaled_;
+  std::mutex recv_mu_;
+  uint64_t recv_posted_ = 0;
+  std::atomic<uint64_t> recv_consumed_{0};
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -639,6 +700,23 @@ void VerbsProvider::forget_qp(uint32_t qpn) {
   std::lock_guard<std::mutex> g(mu_);
   qp_peers_.erase(qpn);
   qps_.erase(qpn);
+}
+
+void VerbsProvider::account(uint32_t qpn, const void* cq, bool error, bool recv_opcode) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = qps_.find(qpn);
+  if (it == qps_.end()) return;
+  VerbsQp* qp = it->second;
+  bool send = qp->is_send_cq(cq), recv = qp->is_recv_cq(cq);
+  // A CQ serving both queues of a QP: the opcode tells, except on errors (then undefined; the
+  // QP is in the error state and reset() clears its accounting).
+  if (send && recv) {
+    if (error) return;
+    send = !recv_opcode;
+    recv = recv_opcode;
+  }
+  if (send) qp->on_send_completion(error);
+  if (recv) qp->on_recv_completion();
 }
 
 void VerbsProvider::mark_qp_error(uint32_t qpn) {

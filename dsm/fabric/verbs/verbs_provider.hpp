@@ -65,6 +65,8 @@ class VerbsProvider : public Provider {
   void set_qp_peer(uint32_t qpn, int rank);
   void forget_qp(uint32_t qpn);
   void mark_qp_error(uint32_t qpn);
+  // Send/receive queue accounting for a completion of `qpn` polled from `cq`.
+  void account(uint32_t qpn, const void* cq, bool error, bool recv_opcode);
 
  private:
   ProviderContext pctx_;
