@@ -1,6 +1,7 @@
 // Service threads, send-based service calls and remote allocation, between processes.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -131,4 +132,14 @@ TEST(Runtime, NamesMachinesProcessesAndThreads) {
   EXPECT_NE(name.find("m0.p" + std::to_string(rt().rank()) + ".t"), std::string::npos) << name;
   EXPECT_NE(name.find("(worker)"), std::string::npos) << name;
   EXPECT_GE(rt().numa_zones(), 1);
+}
+
+// Started by loomrun the bootstrap is the embedded one; by mpirun (ctest sets
+// LOOM_EXPECT_BOOTSTRAP=pmix) it is PMIx — and the whole suite passes either way.
+TEST(Runtime, BootstrapIsTheExpectedKind) {
+  const char* want = std::getenv("LOOM_EXPECT_BOOTSTRAP");
+  EXPECT_STREQ(rt().bootstrap().kind(), want != nullptr ? want : "embedded");
+  EXPECT_EQ(rt().bootstrap().size(), rt().size());
+  EXPECT_EQ(rt().bootstrap().local_size(), rt().size());  // one host
+  EXPECT_FALSE(rt().bootstrap().job_dir().empty());
 }

@@ -1,5 +1,6 @@
 #include "dsm/common/log.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 
@@ -19,6 +20,12 @@ Level configured() {
   return level;
 }
 }  // namespace
+
+namespace {
+std::atomic<bool> g_announcer{true};
+}
+void set_host_announcer(bool yes) { g_announcer.store(yes); }
+bool host_announcer() { return g_announcer.load(); }
 
 bool enabled(Level l) { return static_cast<int>(l) <= static_cast<int>(configured()); }
 

@@ -11,6 +11,10 @@ enum class Level { Error = 0, Warn = 1, Info = 2, Debug = 3 };
 
 bool enabled(Level l);
 void write(Level l, const std::string& msg);
+// Whether this process speaks for its host in messages meant to appear once per host
+// (the runtime sets it for local rank 0).
+void set_host_announcer(bool yes);
+bool host_announcer();
 
 template <typename... A>
 void error(A&&... a) { if (enabled(Level::Error)) write(Level::Error, detail::concat(std::forward<A>(a)...)); }

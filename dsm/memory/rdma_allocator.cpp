@@ -43,7 +43,7 @@ RDMAMemory RDMAAllocator::allocate_chunk(size_t size) {
   huge_ = s->chunk.huge_pages;
   if (!s->chunk.huge_pages) {
     static std::atomic<bool> said{false};
-    if (!said.exchange(true) && env::get_int("LOOM_LOCAL_RANK", 0) == 0)
+    if (!said.exchange(true) && log::host_announcer())
       log::warn("huge pages are not available here; registered memory uses normal pages");
   }
   auto off = s->space.allocate(want);

@@ -42,6 +42,8 @@ EmbeddedBootstrap::EmbeddedBootstrap() {
     job_id_ = env::get_string("LOOM_JOB_ID", "");
     job_dir_ = env::get_string("LOOM_JOB_DIR", "");
     if (size_ < 1 || rank_ < 0 || rank_ >= size_) fail("bootstrap: LOOM_RANK=", rank_, " / LOOM_SIZE=", size_, " are inconsistent");
+    local_rank_ = static_cast<int>(env::get_int("LOOM_LOCAL_RANK", rank_));
+    local_size_ = static_cast<int>(env::get_int("LOOM_LOCAL_SIZE", size_));
     if (job_id_.empty() || job_dir_.empty()) fail("bootstrap: LOOM_JOB_ID and LOOM_JOB_DIR must be set (start with loomrun)");
     path = job_dir_ + "/boot";
     int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -127,6 +129,17 @@ std::vector<std::vector<std::byte>> EmbeddedBootstrap::allgather(std::span<const
   return out;
 }
 
-std::unique_ptr<Bootstrap> make_bootstrap() { return std::make_unique<EmbeddedBootstrap>(); }
+std::unique_ptr<Bootstrap> make_bootstrap() {
+  std::string want = env::get_string("LOOM_BOOTSTRAP", "auto");
+  if (want == "embedded") return std::make_unique<EmbeddedBootstrap>();
+#ifdef LOOM_HAVE_PMIX
+  if (want == "pmix" || (want == "auto" && !env::get("LOOM_RANK") && env::get("PMIX_RANK")))
+    return std::make_unique<PmixBootstrap>();
+#else
+  if (want == "pmix") fail("LOOM_BOOTSTRAP=pmix, but this build has no PMIx support (libpmix-dev was missing)");
+#endif
+  if (want != "auto" && want != "pmix") fail("LOOM_BOOTSTRAP='", want, "' must be embedded, pmix or auto");
+  return std::make_unique<EmbeddedBootstrap>();
+}
 
 }  // namespace loom::runtime

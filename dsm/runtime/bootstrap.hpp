@@ -13,9 +13,14 @@ namespace loom::runtime {
 class Bootstrap {
  public:
   virtual ~Bootstrap() = default;
+  virtual const char* kind() const = 0;  // "embedded" or "pmix"
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  virtual int local_rank() const = 0;    // among this job's processes on this host
+  virtual int local_size() const = 0;
   virtual const std::string& job_id() const = 0;
+  // A per-job directory on this host for named shared-memory segments (shm provider).
+  virtual const std::string& job_dir() const = 0;
   // Every rank contributes `mine`; returns all contributions indexed by rank.
   virtual std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) = 0;
   virtual void barrier() = 0;
@@ -27,10 +32,13 @@ class EmbeddedBootstrap : public Bootstrap {
  public:
   EmbeddedBootstrap();
   ~EmbeddedBootstrap() override;
+  const char* kind() const override { return "embedded"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+  int local_size() const override { return local_size_; }
   const std::string& job_id() const override { return job_id_; }
-  const std::string& job_dir() const { return job_dir_; }
+  const std::string& job_dir() const override { return job_dir_; }
   bool singleton() const { return singleton_; }
   std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override;
   void barrier() override;
@@ -43,6 +51,8 @@ class EmbeddedBootstrap : public Bootstrap {
   struct Header;
   int rank_ = 0;
   int size_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
   bool singleton_ = false;
   std::string job_id_;
   std::string job_dir_;
@@ -52,7 +62,35 @@ class EmbeddedBootstrap : public Bootstrap {
   std::byte* slots_ = nullptr;
 };
 
-// Picks PMIx when the process was started by a PMIx launcher (when compiled in), else embedded.
+#ifdef LOOM_HAVE_PMIX
+// PMIx: ranks, sizes and blobs from the launcher's PMIx server (Open MPI's mpirun, Slurm's
+// srun --mpi=pmix): put/commit/fence/get. The shm job directory is created by each host's
+// local rank 0 and removed at the end (a crashed job leaves it; loomrun is not there to clean).
+class PmixBootstrap : public Bootstrap {
+ public:
+  PmixBootstrap();
+  ~PmixBootstrap() override;
+  const char* kind() const override { return "pmix"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+  int local_size() const override { return local_size_; }
+  const std::string& job_id() const override { return job_id_; }
+  const std::string& job_dir() const override { return job_dir_; }
+  std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override;
+  void barrier() override;
+
+ private:
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  std::string job_id_, job_dir_;
+  uint64_t round_ = 0;
+  struct State;
+  std::unique_ptr<State> st_;
+};
+#endif
+
+// LOOM_BOOTSTRAP=embedded|pmix, else: loomrun's variables -> embedded; a PMIx launcher's
+// (PMIX_RANK) -> PMIx when compiled in; neither -> a job of one.
 std::unique_ptr<Bootstrap> make_bootstrap();
 
 }  // namespace loom::runtime

@@ -71,8 +71,9 @@ Runtime::Runtime(int& argc, char**& argv) {
     boot_ = runtime::make_bootstrap();
     threads_ = static_cast<int>(env::get_int("LOOM_THREADS", 1));
     if (threads_ < 1 || threads_ > 1024) fail("LOOM_THREADS=", threads_, " must be 1..1024");
-    local_rank_ = static_cast<int>(env::get_int("LOOM_LOCAL_RANK", boot_->rank()));
-    local_size_ = static_cast<int>(env::get_int("LOOM_LOCAL_SIZE", boot_->size()));
+    local_rank_ = boot_->local_rank();
+    local_size_ = boot_->local_size();
+    log::set_host_announcer(local_rank_ == 0);
 
     // Machines are named by the sorted set of host names, so every process agrees.
     char host[256] = {};
@@ -101,8 +102,7 @@ Runtime::Runtime(int& argc, char**& argv) {
     ctx.rank = boot_->rank();
     ctx.size = boot_->size();
     ctx.job_id = boot_->job_id();
-    auto* emb = dynamic_cast<runtime::EmbeddedBootstrap*>(boot_.get());
-    ctx.job_dir = emb != nullptr ? emb->job_dir() : env::get_string("LOOM_JOB_DIR", "");
+    ctx.job_dir = boot_->job_dir();
     ctx.pids = pids;
     ctx.hosts = host_of;
     provider_ = fabric::make_provider(env::get_string("LOOM_PROVIDER", "shm"), ctx);

@@ -1,0 +1,101 @@
+#include <pmix.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "dsm/common/env.hpp"
+#include "dsm/common/error.hpp"
+#include "dsm/runtime/bootstrap.hpp"
+
+namespace loom::runtime {
+
+struct PmixBootstrap::State {
+  pmix_proc_t me;
+};
+
+namespace {
+void check(pmix_status_t rc, const char* what) {
+  if (rc != PMIX_SUCCESS) fail("PMIx bootstrap: ", what, " failed: ", PMIx_Error_string(rc));
+}
+
+// A value the launcher publishes for the job (wildcard rank) or for this process.
+uint32_t get_u32(const pmix_proc_t& me, bool job, const char* key, uint32_t fallback) {
+  pmix_proc_t p;
+  PMIX_PROC_CONSTRUCT(&p);
+  PMIX_LOAD_PROCID(&p, me.nspace, job ? PMIX_RANK_WILDCARD : me.rank);
+  pmix_value_t* v = nullptr;
+  if (PMIx_Get(&p, key, nullptr, 0, &v) != PMIX_SUCCESS || v == nullptr) return fallback;
+  uint32_t out = fallback;
+  if (v->type == PMIX_UINT32) out = v->data.uint32;
+  else if (v->type == PMIX_UINT16) out = v->data.uint16;
+  else if (v->type == PMIX_INT) out = static_cast<uint32_t>(v->data.integer);
+  PMIX_VALUE_RELEASE(v);
+  return out;
+}
+}  // namespace
+
+PmixBootstrap::PmixBootstrap() : st_(std::make_unique<State>()) {
+  check(PMIx_Init(&st_->me, nullptr, 0), "PMIx_Init (was the program started by a PMIx launcher?)");
+  rank_ = static_cast<int>(st_->me.rank);
+  job_id_ = st_->me.nspace;
+  size_ = static_cast<int>(get_u32(st_->me, true, PMIX_JOB_SIZE, 0));
+  if (size_ < 1 || rank_ >= size_) fail("PMIx bootstrap: the launcher gave rank ", rank_, " of ", size_);
+  local_rank_ = static_cast<int>(get_u32(st_->me, false, PMIX_LOCAL_RANK, static_cast<uint32_t>(rank_)));
+  local_size_ = static_cast<int>(get_u32(st_->me, true, PMIX_LOCAL_SIZE, static_cast<uint32_t>(size_)));
+  std::string safe;
+  for (char c : job_id_) safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '-') ? c : '_';
+  job_dir_ = env::get_string("LOOM_SHM_DIR", "/dev/shm") + "/loom-pmix-" + safe;
+  if (local_rank_ == 0 && mkdir(job_dir_.c_str(), 0700) != 0 && errno != EEXIST)
+    fail_errno("PMIx bootstrap: cannot create " + job_dir_);
+  barrier();
+}
+
+PmixBootstrap::~PmixBootstrap() {
+  try {
+    barrier();
+  } catch (...) {
+  }
+  if (local_rank_ == 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(job_dir_, ec);
+  }
+  PMIx_Finalize(nullptr, 0);
+}
+
+void PmixBootstrap::barrier() { check(PMIx_Fence(nullptr, 0, nullptr, 0), "PMIx_Fence"); }
+
+std::vector<std::vector<std::byte>> PmixBootstrap::allgather(std::span<const std::byte> mine) {
+  // A fresh key per round: PMIx keeps every value put, so rounds must not collide.
+  std::string key = "loom.ag." + std::to_string(round_++);
+  pmix_value_t val;
+  PMIX_VALUE_CONSTRUCT(&val);
+  val.type = PMIX_BYTE_OBJECT;
+  val.data.bo.bytes = reinterpret_cast<char*>(const_cast<std::byte*>(mine.data()));
+  val.data.bo.size = mine.size();
+  check(PMIx_Put(PMIX_GLOBAL, key.c_str(), &val), "PMIx_Put");
+  check(PMIx_Commit(), "PMIx_Commit");
+  pmix_info_t info;
+  PMIX_INFO_CONSTRUCT(&info);
+  bool collect = true;
+  PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+  pmix_status_t rc = PMIx_Fence(nullptr, 0, &info, 1);
+  PMIX_INFO_DESTRUCT(&info);
+  check(rc, "PMIx_Fence (collect)");
+  std::vector<std::vector<std::byte>> out(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    pmix_proc_t p;
+    PMIX_PROC_CONSTRUCT(&p);
+    PMIX_LOAD_PROCID(&p, st_->me.nspace, static_cast<pmix_rank_t>(r));
+    pmix_value_t* v = nullptr;
+    check(PMIx_Get(&p, key.c_str(), nullptr, 0, &v), "PMIx_Get");
+    if (v == nullptr || v->type != PMIX_BYTE_OBJECT) fail("PMIx bootstrap: rank ", r, " published a malformed value");
+    const auto* b = reinterpret_cast<const std::byte*>(v->data.bo.bytes);
+    out[static_cast<size_t>(r)].assign(b, b + v->data.bo.size);
+    PMIX_VALUE_RELEASE(v);
+  }
+  return out;
+}
+
+}  // namespace loom::runtime
