@@ -1,0 +1,129 @@
+// loom-info: what this build and this machine offer Loom — providers compiled in and usable,
+// RDMA devices and ports (or why there are none), NUMA zones and cores, huge pages, and the
+// effective LOOM_* settings. Like ucx_info / ibv_devinfo.
+#include <hwloc.h>
+#include <numa.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "dsm/common/env.hpp"
+#include "dsm/fabric/fabric.hpp"
+#ifdef LOOM_HAVE_VERBS
+#include "dsm/fabric/verbs/verbs_provider.hpp"
+#endif
+
+namespace {
+
+long read_long(const std::string& path) {
+  std::ifstream f(path);
+  long v = -1;
+  f >> v;
+  return v;
+}
+
+std::string hugetlbfs_mounts() {
+  std::ifstream m("/proc/mounts");
+  std::string dev, dir, type, rest, out;
+  while (m >> dev >> dir >> type) {
+    std::getline(m, rest);
+    if (type == "hugetlbfs") out += (out.empty() ? "" : ", ") + dir;
+  }
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1) {
+    std::printf("usage: loom-info\n");
+    return std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help" ? 0 : 2;
+  }
+  std::printf("# Loom %s\n\n", "0.1.0");
+
+  std::printf("## providers\n");
+  for (const auto& p : loom::fabric::compiled_providers()) {
+    std::string state = "usable";
+#ifdef LOOM_HAVE_VERBS
+    if (p == "verbs") {
+      std::string why;
+      auto devs = loom::fabric::verbs::survey(&why);
+      bool active = false;
+      for (auto& d : devs)
+        for (auto& port : d.ports) active = active || port.active;
+      state = active ? "usable" : "not usable here: " + (devs.empty() ? why : std::string("no active port"));
+    }
+#endif
+    if (p == "shm") state = "usable (processes on this host)";
+    std::printf("  %-6s %s\n", p.c_str(), state.c_str());
+  }
+#ifdef LOOM_HAVE_PMIX
+  std::printf("  bootstraps: embedded (loomrun), pmix (mpirun, srun --mpi=pmix)\n");
+#else
+  std::printf("  bootstraps: embedded (loomrun); pmix not compiled in\n");
+#endif
+
+  std::printf("\n## RDMA devices\n");
+#ifdef LOOM_HAVE_VERBS
+  std::string why;
+  auto devs = loom::fabric::verbs::survey(&why);
+  if (devs.empty()) std::printf("  none: %s\n", why.c_str());
+  for (const auto& d : devs) {
+    std::printf("  %s: max_qp %u, max_qp_wr %u, max_cqe %u, max_mr %u, max_mr_size %llu, max_sge %u, atomics %s\n",
+                d.name.c_str(), d.max_qp, d.max_qp_wr, d.max_cqe, d.max_mr,
+                static_cast<unsigned long long>(d.max_mr_size), d.max_sge, d.atomic_cap.c_str());
+    for (const auto& p : d.ports) {
+      std::printf("    port %d: %s, %s, lid %u, mtu %s\n", p.port, p.state.c_str(), p.link_layer.c_str(), p.lid, p.mtu.c_str());
+      for (const auto& g : p.gids) std::printf("      gid %s\n", g.c_str());
+    }
+  }
+#else
+  std::printf("  the verbs provider is not compiled in (libibverbs-dev was missing)\n");
+#endif
+
+  std::printf("\n## topology\n");
+  hwloc_topology_t topo;
+  if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) == 0) {
+    int zones = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+    std::printf("  NUMA zones %d, packages %d, cores %d, hardware threads %d\n", zones,
+                hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE), hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE),
+                hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU));
+    for (int z = 0; z < zones; ++z) {
+      hwloc_obj_t n = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(z));
+      char cpus[256];
+      hwloc_bitmap_list_snprintf(cpus, sizeof cpus, n->cpuset);
+      std::printf("    zone %d: cpus %s, memory %llu MiB\n", z, cpus,
+                  static_cast<unsigned long long>(n->attr->numanode.local_memory >> 20));
+    }
+    hwloc_topology_destroy(topo);
+  }
+  std::printf("  libnuma: %s\n", numa_available() >= 0 ? "available" : "not available (single zone assumed)");
+
+  std::printf("\n## huge pages\n");
+  std::printf("  2 MiB pages: %ld total, %ld free; 1 GiB pages: %ld total, %ld free\n",
+              read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"),
+              read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages"),
+              read_long("/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages"),
+              read_long("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"));
+  std::printf("  hugetlbfs mounts: %s\n", hugetlbfs_mounts().c_str());
+
+  std::printf("\n## LOOM_* settings in effect (docs/environment.md)\n");
+  static const std::pair<const char*, const char*> known[] = {
+      {"LOOM_PROVIDER", "shm"},           {"LOOM_BOOTSTRAP", "auto"},        {"LOOM_THREADS", "1"},
+      {"LOOM_PIN", "auto"},               {"LOOM_LOG", "warn"},              {"LOOM_SHM_DIR", "/dev/shm"},
+      {"LOOM_HUGE_PAGES", "1"},           {"LOOM_SUPERCHUNK_SIZE", "1G"},    {"LOOM_HEAP_FIT", "best"},
+      {"LOOM_SERVICE_BUFFERS", "32"},     {"LOOM_SERVICE_MESSAGE", "4096"},  {"LOOM_SHM_RNR_TIMEOUT_MS", "0"},
+      {"LOOM_VERBS_DEVICE", "(first with an active port)"}, {"LOOM_VERBS_PORT", "(first active)"},
+      {"LOOM_VERBS_GID_INDEX", "(first RoCE v2 GID, else 0)"}, {"LOOM_VERBS_GRH", "0"}};
+  for (const auto& [k, d] : known) {
+    auto v = loom::env::get(k);
+    std::printf("  %-22s %s%s\n", k, v ? v->c_str() : d, v ? "" : "  (default)");
+  }
+  for (const auto& [k, v] : loom::env::all_loom_settings()) {
+    bool listed = false;
+    for (const auto& [kk, d] : known) listed = listed || k == kk;
+    if (!listed) std::printf("  %-22s %s  (set; not a Loom setting, or set by loomrun)\n", k.c_str(), v.c_str());
+  }
+  return 0;
+}
