@@ -5,12 +5,16 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace loom::fabric {
+
+[[noreturn]] void throw_endpoint_error(const char* provider, const char* what, int expected_rank);
 
 enum class Opcode : uint8_t {
   Write = 0,
@@ -183,6 +187,29 @@ class Provider {
   // True while the peer process is alive (as far as this provider can tell).
   virtual bool peer_alive(int rank) const = 0;
 };
+
+// The contract's post-time checks, the same for every provider: unknown opcode, atomics that
+// are not 8 bytes on an 8-byte aligned word, inline READs or inline data over max_inline.
+PostResult check_send(const SendWr& wr, const QpCaps& caps);
+
+// Endpoint blobs are fixed-size trivially copyable structs with a magic number and the rank of
+// the process that made them; decoding checks both, since the bytes come from another process.
+template <typename Blob>
+std::vector<std::byte> encode_endpoint(const Blob& b) {
+  static_assert(std::is_trivially_copyable_v<Blob>);
+  std::vector<std::byte> out(sizeof b);
+  std::memcpy(out.data(), &b, sizeof b);
+  return out;
+}
+template <typename Blob>
+Blob decode_endpoint(std::span<const std::byte> bytes, uint32_t magic, int expected_rank, const char* provider) {
+  if (bytes.size() != sizeof(Blob)) throw_endpoint_error(provider, "is malformed (wrong size)", expected_rank);
+  Blob b;
+  std::memcpy(&b, bytes.data(), sizeof b);
+  if (b.magic != magic) throw_endpoint_error(provider, "has a bad magic number (another provider's?)", expected_rank);
+  if (b.rank != expected_rank) throw_endpoint_error(provider, "names another rank", expected_rank);
+  return b;
+}
 
 // Providers compiled into this build, in order of preference.
 std::vector<std::string> compiled_providers();

@@ -25,6 +25,7 @@ namespace {
 
 constexpr uint32_t kEndpointMagic = 0x4c4d5145;  // "LMQE"
 constexpr uint32_t kCqSpare = 64;
+constexpr uint32_t kMaxInline = 256;
 
 struct EndpointBlob {
   uint32_t magic;
@@ -257,18 +258,11 @@ class ShmQp : public QueuePair {
   }
 
   std::vector<std::byte> endpoint() const override {
-    EndpointBlob b{kEndpointMagic, p_.rank(), qpn_, 0};
-    std::vector<std::byte> out(sizeof b);
-    std::memcpy(out.data(), &b, sizeof b);
-    return out;
+    return encode_endpoint(EndpointBlob{kEndpointMagic, p_.rank(), qpn_, 0});
   }
 
   void connect(std::span<const std::byte> peer_endpoint) override {
-    if (peer_endpoint.size() != sizeof(EndpointBlob)) fail("shm: endpoint of ", peer_endpoint.size(), " bytes is malformed");
-    EndpointBlob b;
-    std::memcpy(&b, peer_endpoint.data(), sizeof b);
-    if (b.magic != kEndpointMagic) fail("shm: endpoint has a bad magic number (not an shm endpoint?)");
-    if (b.rank != peer_) fail("shm: endpoint names rank ", b.rank, " but this queue pair connects to rank ", peer_);
+    auto b = decode_endpoint<EndpointBlob>(peer_endpoint, kEndpointMagic, peer_, "shm");
     std::lock_guard<std::mutex> g(post_mu_);
     peer_rq_map_ = Mapping::open(p_.path("rq", peer_, b.qp_num));
     if (peer_rq_map_.size() < sizeof(RqHeader)) fail("shm: peer receive queue file is truncated");
@@ -534,19 +528,11 @@ ShmQp::Outcome ShmQp::execute(const SendWr& wr, const uint8_t* inline_src) {
 }
 
 PostResult ShmQp::post_send(const SendWr& wr) {
-  switch (wr.opcode) {
-    case Opcode::Write: case Opcode::WriteWithImm: case Opcode::Read: case Opcode::Send: break;
-    case Opcode::CompareSwap: case Opcode::FetchAdd:
-      if (wr.local.length != 8 || wr.inline_data || wr.remote_addr % 8 != 0) return PostResult::InvalidArgument;
-      break;
-    default: return PostResult::InvalidArgument;
-  }
+  if (PostResult bad = check_send(wr, caps_); bad != PostResult::Ok) return bad;
   // Inline data is captured now, as a NIC copies it into the WQE at post time.
-  uint8_t inline_buf[256];
+  uint8_t inline_buf[kMaxInline];  // create_qp caps max_inline at kMaxInline
   const uint8_t* inline_src = nullptr;
   if (wr.inline_data) {
-    if (wr.opcode == Opcode::Read || wr.local.length > caps_.max_inline || wr.local.length > sizeof inline_buf)
-      return PostResult::InvalidArgument;
     if (wr.local.length > 0) {
       std::memcpy(inline_buf, reinterpret_cast<const void*>(wr.local.addr), wr.local.length);
       inline_src = inline_buf;
@@ -644,7 +630,7 @@ ShmProvider::ShmProvider(const ProviderContext& ctx) : ctx_(ctx), qps_(new std::
   info_.name = "shm";
   info_.huge_pages = !huge_dir_.empty();
   info_.max_qp_depth = 1u << 16;
-  info_.max_inline = 256;
+  info_.max_inline = kMaxInline;
   info_.max_message = 1u << 30;
   info_.description = "shared memory between processes on one host (" + ctx.job_dir + ")";
 }

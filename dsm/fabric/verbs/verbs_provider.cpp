@@ -313,17 +313,11 @@ class VerbsQp : public QueuePair {
     b.port = p_.port();
     b.mtu = static_cast<uint8_t>(p_.mtu());
     std::memcpy(b.gid, p_.gid().raw, 16);
-    std::vector<std::byte> out(sizeof b);
-    std::memcpy(out.data(), &b, sizeof b);
-    return out;
+    return encode_endpoint(b);
   }
 
   void connect(std::span<const std::byte> peer_endpoint) override {
-    if (peer_endpoint.size() != sizeof(EndpointBlob)) fail("verbs: endpoint of ", peer_endpoint.size(), " bytes is malformed");
-    EndpointBlob b;
-    std::memcpy(&b, peer_endpoint.data(), sizeof b);
-    if (b.magic != kEndpointMagic) fail("verbs: endpoint has a bad magic number (not a verbs endpoint?)");
-    if (b.rank != peer_) fail("verbs: endpoint names rank ", b.rank, " but this queue pair connects to rank ", peer_);
+    auto b = decode_endpoint<EndpointBlob>(peer_endpoint, kEndpointMagic, peer_, "verbs");
     if (b.mtu < IBV_MTU_256 || b.mtu > IBV_MTU_4096) fail("verbs: endpoint of rank ", peer_, " has a bad MTU code");
     peer_ep_ = b;
     std::lock_guard<std::mutex> g(mu_);
@@ -333,6 +327,7 @@ class VerbsQp : public QueuePair {
   }
 
   PostResult post_send(const SendWr& wr) override {
+    if (PostResult bad = check_send(wr, caps_); bad != PostResult::Ok) return bad;
     ibv_send_wr w{};
     ibv_sge sge{wr.local.addr, wr.local.length, wr.local.lkey};
     w.wr_id = wr.wr_id;
@@ -348,7 +343,6 @@ class VerbsQp : public QueuePair {
         w.imm_data = htonl(wr.imm);
         break;
       case Opcode::Read:
-        if (wr.inline_data) return PostResult::InvalidArgument;
         w.opcode = IBV_WR_RDMA_READ;
         break;
       case Opcode::Send:
@@ -356,7 +350,6 @@ class VerbsQp : public QueuePair {
         break;
       case Opcode::CompareSwap:
       case Opcode::FetchAdd:
-        if (wr.local.length != 8 || wr.inline_data || wr.remote_addr % 8 != 0) return PostResult::InvalidArgument;
         w.opcode = wr.opcode == Opcode::FetchAdd ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_ATOMIC_CMP_AND_SWP;
         w.wr.atomic.remote_addr = wr.remote_addr;
         w.wr.atomic.rkey = wr.rkey;
@@ -370,10 +363,7 @@ class VerbsQp : public QueuePair {
       w.wr.rdma.remote_addr = wr.remote_addr;
       w.wr.rdma.rkey = wr.rkey;
     }
-    if (wr.inline_data) {
-      if (wr.local.length > caps_.max_inline) return PostResult::InvalidArgument;
-      w.send_flags |= IBV_SEND_INLINE;
-    }
+    if (wr.inline_data) w.send_flags |= IBV_SEND_INLINE;
     if (!connected_.load(std::memory_order_acquire)) return PostResult::NotConnected;
     // Send-queue accounting as in the contract: an entry is in use until a completion of it or
     // of a later request is polled. The lock makes our order the NIC's order (ibv_post_send
