@@ -151,6 +151,9 @@ class QueuePair {
   virtual uint32_t qp_num() const = 0;
   virtual int peer_rank() const = 0;
   virtual const QpCaps& caps() const = 0;
+  // Whether inline data saves work (a NIC skips the DMA read of the source); false for shm,
+  // where it is one more copy.
+  virtual bool inline_helps() const { return false; }
 };
 
 struct ProviderContext {

@@ -65,6 +65,7 @@ Transmitter::Transmitter(fabric::QueuePair& qp, fabric::CompletionQueue& send_cq
   block_ = cfg.lane_block;
   max_lanes_ = block_ == 0 ? 0 : (depth_ / 2) / (2 * block_);
   word_.store(make_word(0, depth_));
+  inline_limit_ = cfg.auto_inline && qp.inline_helps() ? qp.caps().max_inline : 0;
   std::lock_guard<std::mutex> g(g_registry_mu);
   registry().emplace(id_, this);
 }

@@ -42,6 +42,7 @@ class Transmitter : public memory::FlushSource {
   struct Config {
     uint32_t signal_interval = 0;  // 0: a quarter of the send-queue depth
     uint32_t lane_block = 16;       // credits a thread takes at once; 0 disables lanes
+    bool auto_inline = true;        // small WRITE/SEND payloads go inline where the QP says it helps
   };
   // The transmitter owns the QP's send completions: every post on `qp` must go through it, and
   // `send_cq` must serve this QP alone.
@@ -55,6 +56,19 @@ class Transmitter : public memory::FlushSource {
   // Posts `wr` (its wr_id and signaled fields are the Transmitter's). Thread-safe and wait-free
   // with respect to other threads. `force_signal` makes this post signaled.
   Posted post(const fabric::SendWr& wr, bool force_signal = false) {
+    if (inline_limit_ != 0 && !wr.inline_data && wr.local.length != 0 && wr.local.length <= inline_limit_ &&
+        (wr.opcode == fabric::Opcode::Write || wr.opcode == fabric::Opcode::Send ||
+         wr.opcode == fabric::Opcode::WriteWithImm)) {
+      // Small payloads travel inside the request: no DMA read of the source on a NIC.
+      fabric::SendWr in = wr;
+      in.inline_data = true;
+      return post_lane(in, force_signal);
+    }
+    return post_lane(wr, force_signal);
+  }
+
+ private:
+  Posted post_lane(const fabric::SendWr& wr, bool force_signal) {
     Lane& l = lane();
     if (!force_signal && l.credits > 0 && wr.wr_id == 0 && !wr.signaled) {
       // The common case: a credit from this thread's lane, an unsignaled post, no shared writes.
@@ -71,6 +85,8 @@ class Transmitter : public memory::FlushSource {
     fabric::SendWr copy = wr;
     return post_slow(copy, l, force_signal);
   }
+
+ public:
 
   bool complete(uint64_t tag) const { return completed_flush() > tag; }
   // Polls the send CQ once; returns the number of completions handled.
@@ -141,6 +157,7 @@ class Transmitter : public memory::FlushSource {
   uint32_t reserve_;
   uint32_t block_;
   uint32_t max_lanes_;
+  uint32_t inline_limit_ = 0;
 
   // [since: high 32 bits][credits: low 32 bits], changed together by one CAS.
   alignas(64) std::atomic<uint64_t> word_;

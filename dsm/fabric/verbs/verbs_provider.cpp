@@ -454,6 +454,7 @@ class VerbsQp : public QueuePair {
   uint32_t qp_num() const override { return qp_->qp_num; }
   int peer_rank() const override { return peer_; }
   const QpCaps& caps() const override { return caps_; }
+  bool inline_helps() const override { return true; }
   void mark_error() { error_.store(true); }
 
  private:
