@@ -4,9 +4,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
+#include "dsm/fabric/shm/shm_provider.hpp"
 #include "dsm/signal/backoff.hpp"
 #include "dsm/signal/notified_flag.hpp"
 #include "tests/mp_test.hpp"
@@ -428,4 +431,62 @@ TEST(Fabric, CompletionQueueSharedByPollingThreads) {
   EXPECT_EQ(seen_sum.load(), total * (total + 1) / 2) << "a completion was lost or seen twice";
   EXPECT_FALSE(cq.overrun());
   rt().barrier();
+}
+
+// Nothing another process wrote is trusted (shm: the shared key table, queue and completion
+// ring headers). Each rank corrupts its own shared state the way a broken or hostile peer could;
+// its left neighbour's requests must fail with an error, never reach outside what it mapped.
+TEST(Fabric, CorruptedPeerStateIsNotTrusted) {
+  if (rt().provider().info().name != "shm") GTEST_SKIP() << "shm-specific shared state";
+  SharedBuffers buf(1 << 21);
+  auto mesh = rt().make_mesh(small_caps());
+  // A small registration whose key-table entry we then inflate to 1 TiB.
+  auto mr = rt().provider().register_memory(buf.local.bytes() + 4096, 4096, fabric::kAllAccess);
+  Remote mine{reinterpret_cast<uint64_t>(mr.addr), mr.rkey, 0};
+  auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&mine, 1)));
+  Remote theirs;
+  std::memcpy(&theirs, all[static_cast<size_t>(right())].data(), sizeof theirs);
+  fabric::RecvWr rw;  // the left neighbour will SEND to us at the end
+  rw.wr_id = 1;
+  rw.local = {buf.local.address() + 65536, 64, buf.local.lkey};
+  ASSERT_EQ(mesh->qp(left()).post_recv(rw), fabric::PostResult::Ok);
+  rt().barrier();
+  {
+    std::string dir = std::getenv("LOOM_JOB_DIR") ? std::getenv("LOOM_JOB_DIR") : rt().bootstrap().job_dir();
+    auto keys = fabric::shm::Mapping::open(dir + "/keys." + std::to_string(rt().rank()) + ".0");
+    auto& e = keys.as<fabric::shm::KeyTable>()->entries[fabric::shm::key_index(mr.rkey)];
+    e.length.store(1ull << 40);
+    e.seg_offset.store(1ull << 39);
+  }
+  rt().barrier();
+  auto& qp = mesh->qp(right());
+  auto& cq = *mesh->send_cqs[static_cast<size_t>(right())];
+  // Inside the (now lying) registration but outside the segment: refused, no SIGBUS.
+  EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 0, 8, theirs, 1ull << 20)).status, Status::RemoteAccessError);
+  rt().barrier();
+  qp.reset();
+  mesh->qp(left()).reset();
+  rt().barrier();
+  // A completion-ring header with a huge mask: the sender indexes with its own validated size.
+  {
+    std::string dir = rt().bootstrap().job_dir();
+    for (const auto& f : std::filesystem::directory_iterator(dir)) {
+      std::string name = f.path().filename().string();
+      if (name.rfind("cq." + std::to_string(rt().rank()) + ".", 0) != 0) continue;
+      auto m = fabric::shm::Mapping::open(f.path().string());
+      auto* h = m.as<fabric::shm::CqHeader>();
+      h->mask = 0xffffffffu;
+      h->capacity = 0x80000000u;
+    }
+  }
+  rt().barrier();
+  fabric::SendWr send;
+  send.opcode = Opcode::Send;
+  send.local = {buf.local.address(), 8, buf.local.lkey};
+  EXPECT_EQ(run(qp, cq, send).status, Status::Success);
+  auto c = wait_one(*mesh->recv_cq);
+  EXPECT_EQ(c.status, Status::Success);
+  EXPECT_EQ(c.src_rank, left());
+  rt().barrier();
+  rt().provider().deregister(mr);
 }

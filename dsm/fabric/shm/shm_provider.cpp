@@ -65,11 +65,14 @@ std::string find_hugetlbfs() {
 
 // Pushes one completion into a CQ ring that may belong to another process. Returns false if
 // the ring is full (an overrun).
-bool cq_push(CqHeader* h, CqSlot* slots, const Completion& c, uint32_t retire_qp, uint64_t retire_seq) {
+// `capacity` is the caller's validated copy: the header lives in memory another process can
+// write, so its size fields are never used to index.
+bool cq_push(CqHeader* h, CqSlot* slots, uint32_t capacity, const Completion& c, uint32_t retire_qp, uint64_t retire_seq) {
+  const uint64_t mask = capacity - 1;
   uint64_t t = h->tail.load(std::memory_order_relaxed);
   for (;;) {
     uint64_t pos = t >> 1;
-    CqSlot& s = slots[pos & h->mask];
+    CqSlot& s = slots[pos & mask];
     uint64_t seq = s.seq.load(std::memory_order_acquire);
     int64_t diff = static_cast<int64_t>(seq) - static_cast<int64_t>(pos);
     if (diff == 0) {
@@ -85,7 +88,7 @@ bool cq_push(CqHeader* h, CqSlot* slots, const Completion& c, uint32_t retire_qp
       // The slot still holds an entry from a lap ago. Either the ring is full, or a consumer
       // has claimed that entry and not yet released the slot (it may be preempted in
       // between): count before concluding, and wait for the release in the second case.
-      if (pos - h->head.load(std::memory_order_acquire) >= h->capacity) return false;
+      if (pos - h->head.load(std::memory_order_acquire) >= capacity) return false;
       signal::cpu_relax();
       std::this_thread::yield();
       t = h->tail.load(std::memory_order_relaxed);
@@ -163,6 +166,7 @@ class ShmCq : public CompletionQueue {
     for (uint32_t i = 0; i < cap; ++i) slots_[i].seq.store(i, std::memory_order_relaxed);
     h_->capacity = cap;
     h_->mask = cap - 1;
+    cap_ = cap;
     h_->head.store(0);
     h_->tail.store(1);  // count 0, awake
     h_->magic = kCqMagic;
@@ -173,7 +177,7 @@ class ShmCq : public CompletionQueue {
     int n = 0;
     while (static_cast<size_t>(n) < out.size()) {
       uint64_t h = h_->head.load(std::memory_order_relaxed);
-      CqSlot& s = slots_[h & h_->mask];
+      CqSlot& s = slots_[h & (cap_ - 1)];
       uint64_t seq = s.seq.load(std::memory_order_acquire);
       int64_t diff = static_cast<int64_t>(seq) - static_cast<int64_t>(h + 1);
       if (diff < 0) break;
@@ -182,7 +186,7 @@ class ShmCq : public CompletionQueue {
       out[n] = s.completion;
       uint32_t rq = s.retire_qp;
       uint64_t rs = s.retire_seq;
-      s.seq.store(h + h_->capacity, std::memory_order_release);
+      s.seq.store(h + cap_, std::memory_order_release);
       if (rq != 0) retire(rq, rs);
       ++n;
     }
@@ -205,11 +209,11 @@ class ShmCq : public CompletionQueue {
     signal::futex_wake_all(signal::low_word(&h_->tail));
   }
 
-  uint32_t capacity() const override { return h_->capacity; }
+  uint32_t capacity() const override { return cap_; }
   bool overrun() const override { return h_->overrun.load(std::memory_order_acquire) != 0; }
 
   bool push_local(const Completion& c, uint32_t retire_qp, uint64_t retire_seq) {
-    return cq_push(h_, slots_, c, retire_qp, retire_seq);
+    return cq_push(h_, slots_, cap_, c, retire_qp, retire_seq);
   }
   uint32_t id() const { return id_; }
   std::string describe() const {
@@ -228,6 +232,7 @@ class ShmCq : public CompletionQueue {
   Mapping map_;
   CqHeader* h_ = nullptr;
   CqSlot* slots_ = nullptr;
+  uint32_t cap_ = 0;  // ours: the header's copy is writable by peers
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -242,6 +247,7 @@ class ShmQp : public QueuePair {
     rq_entries_ = reinterpret_cast<RqEntry*>(static_cast<uint8_t*>(rq_map_.addr()) + sizeof(RqHeader));
     rq_->capacity = cap;
     rq_->mask = cap - 1;
+    rq_cap_ = cap;
     rq_->qp_num = qpn;
     rq_->recv_cq = rcq.id();
     rq_->owner_rank = p.rank();
@@ -273,11 +279,15 @@ class ShmQp : public QueuePair {
     if (peer_rq_->capacity == 0 || (peer_rq_->capacity & (peer_rq_->capacity - 1)) != 0 || peer_rq_map_.size() < need)
       fail("shm: peer receive queue of rank ", peer_, " has a bad capacity");
     peer_rq_entries_ = reinterpret_cast<RqEntry*>(static_cast<uint8_t*>(peer_rq_map_.addr()) + sizeof(RqHeader));
+    peer_rq_cap_ = peer_rq_->capacity;
     peer_cq_map_ = Mapping::open(p_.path("cq", peer_, peer_rq_->recv_cq));
     peer_cq_ = peer_cq_map_.as<CqHeader>();
     if (peer_cq_map_.size() < sizeof(CqHeader) || peer_cq_->magic != kCqMagic ||
         peer_cq_map_.size() < sizeof(CqHeader) + uint64_t{sizeof(CqSlot)} * peer_cq_->capacity)
       fail("shm: peer completion queue of rank ", peer_, " is not valid");
+    peer_cq_cap_ = peer_cq_->capacity;
+    if (peer_cq_cap_ == 0 || (peer_cq_cap_ & (peer_cq_cap_ - 1)) != 0)
+      fail("shm: peer completion queue of rank ", peer_, " has a bad capacity");
     peer_cq_slots_ = reinterpret_cast<CqSlot*>(static_cast<uint8_t*>(peer_cq_map_.addr()) + sizeof(CqHeader));
     peer_qpn_ = b.qp_num;
     peer_keys_ = p_.key_table(peer_);
@@ -349,6 +359,10 @@ class ShmQp : public QueuePair {
   CqSlot* peer_cq_slots_ = nullptr;
   uint32_t peer_qpn_ = 0;
   const KeyTable* peer_keys_ = nullptr;
+  // Sizes as validated at creation / connect; the shared headers' copies are never trusted.
+  uint32_t rq_cap_ = 0;
+  uint32_t peer_rq_cap_ = 0;
+  uint32_t peer_cq_cap_ = 0;
 };
 
 void ShmCq::retire(uint32_t qpn, uint64_t seq) {
@@ -390,9 +404,13 @@ inline uint8_t* ShmQp::resolve(int rank, uint32_t key, uint64_t addr, uint64_t l
     *why = Status::RemoteAccessError;
     return nullptr;
   }
-  uint8_t* segbase = p_.segment_base(rank, seg);
-  if (segbase == nullptr) { *why = Status::RemoteAccessError; return nullptr; }
-  return segbase + segoff + (addr - base);
+  ShmProvider::SegmentView v = p_.segment(rank, seg);
+  // The offset and length came from the peer's key table: they must lie inside what we mapped.
+  if (v.base == nullptr || segoff > v.size || (addr - base) + len > v.size - segoff) {
+    *why = Status::RemoteAccessError;
+    return nullptr;
+  }
+  return v.base + segoff + (addr - base);
 }
 
 bool ShmQp::take_recv(RqEntry* out, Status* why) {
@@ -404,8 +422,8 @@ bool ShmQp::take_recv(RqEntry* out, Status* why) {
     uint64_t h = peer_rq_->head.load(std::memory_order_relaxed);
     uint64_t tl = peer_rq_->tail.load(std::memory_order_acquire);
     if (tl != h) {
-      if (tl - h > peer_rq_->capacity) { *why = Status::RemoteOperationalError; return false; }
-      *out = peer_rq_entries_[h & peer_rq_->mask];
+      if (tl - h > peer_rq_cap_) { *why = Status::RemoteOperationalError; return false; }
+      *out = peer_rq_entries_[h & (peer_rq_cap_ - 1)];
       peer_rq_->head.store(h + 1, std::memory_order_release);
       return true;
     }
@@ -422,7 +440,7 @@ bool ShmQp::take_recv(RqEntry* out, Status* why) {
 }
 
 void ShmQp::push_remote(const Completion& c, Status* sender_status) {
-  if (!cq_push(peer_cq_, peer_cq_slots_, c, 0, 0)) {
+  if (!cq_push(peer_cq_, peer_cq_slots_, peer_cq_cap_, c, 0, 0)) {
     peer_cq_->overrun.store(1, std::memory_order_release);
     signal::futex_wake_all(signal::low_word(&peer_cq_->tail));
     *sender_status = Status::RemoteOperationalError;
@@ -596,7 +614,7 @@ PostResult ShmQp::post_recv(const RecvWr& wr) {
   uint64_t h = rq_->head.load(std::memory_order_acquire);
   uint64_t t = rq_->tail.load(std::memory_order_relaxed);
   if (t - h >= caps_.max_recv_wr) return PostResult::QueueFull;
-  rq_entries_[t & rq_->mask] = RqEntry{wr.wr_id, wr.local.addr, wr.local.length, wr.local.lkey};
+  rq_entries_[t & (rq_cap_ - 1)] = RqEntry{wr.wr_id, wr.local.addr, wr.local.length, wr.local.lkey};
   rq_->tail.store(t + 1, std::memory_order_release);
   return PostResult::Ok;
 }
@@ -616,7 +634,11 @@ ShmProvider::ShmProvider(const ProviderContext& ctx) : ctx_(ctx), qps_(new std::
   peers_.resize(static_cast<size_t>(ctx.size));
   for (auto& peer : peers_) {
     peer.fast.reset(new std::atomic<uint8_t*>[kFastSegments]);
-    for (size_t i = 0; i < kFastSegments; ++i) peer.fast[i].store(nullptr, std::memory_order_relaxed);
+    peer.fast_size.reset(new std::atomic<uint64_t>[kFastSegments]);
+    for (size_t i = 0; i < kFastSegments; ++i) {
+      peer.fast[i].store(nullptr, std::memory_order_relaxed);
+      peer.fast_size[i].store(0, std::memory_order_relaxed);
+    }
   }
   dead_.reset(new std::atomic<int>[static_cast<size_t>(ctx.size)]);
   for (int i = 0; i < ctx.size; ++i) dead_[static_cast<size_t>(i)].store(0);
@@ -791,29 +813,32 @@ const KeyTable* ShmProvider::key_table(int rank) {
   return p.keys.as<KeyTable>();
 }
 
-uint8_t* ShmProvider::segment_base_slow(int rank, uint64_t segment) {
-  if (rank < 0 || rank >= ctx_.size) return nullptr;
+ShmProvider::SegmentView ShmProvider::segment_slow(int rank, uint64_t segment) {
+  if (rank < 0 || rank >= ctx_.size) return {};
   Peer& p = peers_[static_cast<size_t>(rank)];
   // First use: map the segment file. Mappings stay until the provider closes, so a pointer
   // published here never dangles, even for our own segments after unmap_chunk.
   std::lock_guard<std::mutex> g(mu_);
   auto it = p.segments.find(segment);
-  if (it != p.segments.end()) return static_cast<uint8_t*>(it->second.addr());
+  if (it != p.segments.end()) return SegmentView{static_cast<uint8_t*>(it->second.addr()), it->second.size()};
   Mapping m;
   try {
     m = Mapping::open(path("seg", rank, segment));
   } catch (const Error&) {
-    if (huge_dir_.empty()) return nullptr;
+    if (huge_dir_.empty()) return {};
     try {
       m = Mapping::open(huge_dir_ + "/seg." + std::to_string(rank) + "." + std::to_string(segment));
     } catch (const Error&) {
-      return nullptr;
+      return {};
     }
   }
-  uint8_t* b = static_cast<uint8_t*>(m.addr());
+  SegmentView v{static_cast<uint8_t*>(m.addr()), m.size()};
   p.segments.emplace(segment, std::move(m));
-  if (segment < kFastSegments) p.fast[segment].store(b, std::memory_order_release);
-  return b;
+  if (segment < kFastSegments) {
+    p.fast_size[segment].store(v.size, std::memory_order_relaxed);
+    p.fast[segment].store(v.base, std::memory_order_release);
+  }
+  return v;
 }
 
 bool ShmProvider::peer_alive(int rank) const {

@@ -61,16 +61,22 @@ class ShmProvider : public Provider {
   int rank() const { return ctx_.rank; }
   std::string path(const std::string& kind, int rank, uint64_t id) const;
   const KeyTable* key_table(int rank);                    // maps on first use
-  // The base of a peer's segment in this process; maps it on first use; nullptr if gone.
-  uint8_t* segment_base(int rank, uint64_t segment) {
+  // A peer's segment as mapped in this process (mapped on first use; base nullptr if gone).
+  struct SegmentView {
+    uint8_t* base = nullptr;
+    uint64_t size = 0;
+  };
+  SegmentView segment(int rank, uint64_t segment) {
     if (segment < kFastSegments && rank >= 0 && rank < ctx_.size) {
-      if (uint8_t* b = peers_[static_cast<size_t>(rank)].fast[segment].load(std::memory_order_acquire)) return b;
+      const Peer& p = peers_[static_cast<size_t>(rank)];
+      if (uint8_t* b = p.fast[segment].load(std::memory_order_acquire))
+        return SegmentView{b, p.fast_size[segment].load(std::memory_order_relaxed)};
     }
-    return segment_base_slow(rank, segment);
+    return segment_slow(rank, segment);
   }
   KeyTable* own_keys() { return keys_.as<KeyTable>(); }
   ShmQp* qp_by_num(uint32_t qpn) const;
-  uint8_t* segment_base_slow(int rank, uint64_t segment);
+  SegmentView segment_slow(int rank, uint64_t segment);
   void forget_qp(uint32_t qpn);
   uint64_t rnr_timeout_ns() const { return rnr_timeout_ns_; }
 
@@ -84,7 +90,8 @@ class ShmProvider : public Provider {
   struct Peer {
     Mapping keys;
     std::unordered_map<uint64_t, Mapping> segments;
-    std::unique_ptr<std::atomic<uint8_t*>[]> fast;  // segment id -> base, set once
+    std::unique_ptr<std::atomic<uint8_t*>[]> fast;        // segment id -> base, set once
+    std::unique_ptr<std::atomic<uint64_t>[]> fast_size;   // ... and its mapped size, set before
   };
 
   ProviderContext ctx_;
