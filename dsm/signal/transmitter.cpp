@@ -122,7 +122,7 @@ Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
   bool used_own = false;
   // Reap completions before the pool runs dry, so lanes keep refilling instead of every post
   // taking this path.
-  if (word_credits(word_.load(std::memory_order_relaxed)) < depth_ / 2) progress();
+  if (word_credits(word_.load(std::memory_order_relaxed)) < depth_ - depth_ / 4) progress();
   for (;;) {
     uint64_t w = word_.load(std::memory_order_acquire);
     uint64_t credits = word_credits(w);
