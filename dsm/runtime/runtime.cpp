@@ -181,17 +181,15 @@ void Runtime::pin_thread(int index) {
     log::warn("hwloc: cannot pin thread ", index, " to core ", slot, ": ", std::strerror(errno));
 }
 
-memory::RDMAAllocator& Runtime::allocator(int zone) {
+size_t Runtime::zone_index(int zone) const {
   if (zone == -1) zone = local_zone_;
   if (zone < 0 || zone >= numa_zones()) fail("no NUMA zone ", zone, " (zones 0..", numa_zones() - 1, ")");
-  return *allocators_[static_cast<size_t>(zone)];
+  return static_cast<size_t>(zone);
 }
 
-memory::RegisteredHeap& Runtime::heap(int zone) {
-  if (zone == -1) zone = local_zone_;
-  if (zone < 0 || zone >= numa_zones()) fail("no NUMA zone ", zone, " (zones 0..", numa_zones() - 1, ")");
-  return *heaps_[static_cast<size_t>(zone)];
-}
+memory::RDMAAllocator& Runtime::allocator(int zone) { return *allocators_[zone_index(zone)]; }
+
+memory::RegisteredHeap& Runtime::heap(int zone) { return *heaps_[zone_index(zone)]; }
 
 std::thread Runtime::spawn(const std::string& label, std::function<void()> fn) {
   int index = next_thread_.fetch_add(1);

@@ -84,6 +84,7 @@ class Runtime {
 
  private:
   void pin_thread(int index);
+  size_t zone_index(int zone) const;  // -1: this process's zone; else checked
   void setup_topology();
 
   std::unique_ptr<runtime::Bootstrap> boot_;
