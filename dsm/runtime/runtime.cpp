@@ -209,11 +209,8 @@ Mesh::~Mesh() {
   } catch (const std::exception& e) {
     log::error("mesh teardown: ", e.what());
   }
-  // Members go after this body: transmitters before their QPs, QPs before their CQs.
-  transmitters.clear();
-  qps.clear();
-  send_cqs.clear();
-  recv_cq.reset();
+  // The members go after this body in reverse declaration order: transmitters, then QPs, then
+  // their CQs.
 }
 
 std::unique_ptr<Mesh> Runtime::make_mesh(const fabric::QpCaps& caps, uint32_t recv_cq_depth) {

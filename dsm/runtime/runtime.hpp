@@ -41,6 +41,8 @@ struct Mesh {
   Mesh(const Mesh&) = delete;
   Mesh& operator=(const Mesh&) = delete;
   runtime::Bootstrap* boot;
+  // Declaration order is destruction order reversed: CQs outlive the QPs that use them, QPs
+  // outlive their Transmitters.
   std::unique_ptr<fabric::CompletionQueue> recv_cq;
   std::vector<std::unique_ptr<fabric::CompletionQueue>> send_cqs;
   std::vector<std::unique_ptr<fabric::QueuePair>> qps;
