@@ -74,4 +74,14 @@ bool RDMAAllocator::huge_pages() const {
   return huge_;
 }
 
+bool RDMAAllocator::contains(const void* addr, size_t len) const {
+  auto a = reinterpret_cast<uintptr_t>(addr);
+  std::lock_guard<std::mutex> g(mu_);
+  for (const auto& s : supers_) {
+    auto base = reinterpret_cast<uintptr_t>(s->chunk.addr);
+    if (a >= base && a - base <= s->chunk.size && len <= s->chunk.size - (a - base)) return true;
+  }
+  return false;
+}
+
 }  // namespace loom::memory

@@ -39,6 +39,10 @@ class RDMAAllocator {
   RDMAMemory allocate_chunk(size_t size);
   void free_chunk(const RDMAMemory& m);
 
+  // True if [addr, addr+len) lies inside one registered superchunk of this allocator (a check
+  // for addresses that arrive from the wire).
+  bool contains(const void* addr, size_t len) const;
+
   int zone() const { return zone_; }
   fabric::Provider& provider() { return provider_; }
   size_t registrations() const;  // memory registrations made so far (one per superchunk)

@@ -192,7 +192,11 @@ memory::RDMAAllocator& Runtime::allocator(int zone) { return *allocators_[zone_i
 memory::RegisteredHeap& Runtime::heap(int zone) { return *heaps_[zone_index(zone)]; }
 
 std::thread Runtime::spawn(const std::string& label, std::function<void()> fn) {
-  int index = next_thread_.fetch_add(1);
+  return spawn_at(next_thread_.fetch_add(1), label, std::move(fn));
+}
+
+std::thread Runtime::spawn_at(int index, const std::string& label, std::function<void()> fn) {
+  if (index < 0) fail("spawn_at: thread index ", index, " is negative");
   ThreadName name{machine_, rank(), index, label};
   bool pin = pin_;
   return std::thread([this, name, pin, fn = std::move(fn)] {
@@ -227,6 +231,12 @@ std::unique_ptr<Mesh> Runtime::make_mesh(const fabric::QpCaps& caps, uint32_t re
   }
   runtime::connect_all(*boot_, raw);
   return m;
+}
+
+bool Runtime::is_registered(const void* addr, size_t len) const {
+  for (const auto& a : allocators_)
+    if (a->contains(addr, len)) return true;
+  return false;
 }
 
 }  // namespace loom

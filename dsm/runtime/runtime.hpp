@@ -77,12 +77,17 @@ class Runtime {
   // The heap served to remote allocations in `zone` (-1: this process's zone).
   memory::RegisteredHeap& heap(int zone = -1);
   runtime::Service& service() { return *service_; }
+  // True if [addr, addr+len) is registered memory of this process (any zone).
+  bool is_registered(const void* addr, size_t len) const;
 
   void barrier() { boot_->barrier(); }
   // Collective: builds a connected full mesh with the given queue sizes.
   std::unique_ptr<Mesh> make_mesh(const fabric::QpCaps& caps, uint32_t recv_cq_depth = 0);
   // Starts a long-lived named thread (index 1, 2, ...), pinned when pinning is on.
   std::thread spawn(const std::string& label, std::function<void()> fn);
+  // The same with a chosen index: a worker that takes the place of an earlier one (worker
+  // indices 0 .. threads_per_process()-1 are the destinations of remote calls).
+  std::thread spawn_at(int index, const std::string& label, std::function<void()> fn);
 
  private:
   void pin_thread(int index);

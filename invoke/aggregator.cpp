@@ -1,0 +1,80 @@
+#include "invoke/aggregator.hpp"
+
+#include <algorithm>
+
+namespace loom::invoke {
+
+Aggregator::Aggregator(Config cfg) : inv_(Invoker::current()), cfg_(cfg) {
+  if (cfg_.flush_bytes < 64) fail("Aggregator: flush size ", cfg_.flush_bytes, " is below 64 bytes");
+  overflow_.resize(static_cast<size_t>(inv_.total_threads()));
+}
+
+Aggregator::~Aggregator() {
+  if (cfg_.mode == Mode::Trad) flush();
+  else drain();
+}
+
+bool Aggregator::submit(Thread dest, const FrameSpec& s, Synchronizer* transmitted) {
+  Messenger& m = inv_.messengers().to(dest);
+  if (cfg_.mode == Mode::Trad) {
+    if (!m.has_open_record()) touched_.push_back(&m);
+    return m.call(s, OnFull::Retry, cfg_.flush_bytes, transmitted);
+  }
+  size_t gid = static_cast<size_t>(inv_.gid(dest));
+  auto& q = overflow_[gid];
+  if (!q.empty()) drain_one(gid);
+  if (q.empty() && !m.async_pending() && m.call(s, OnFull::Fail, 0, transmitted)) return true;
+  // The Messenger cannot make progress: keep the call, serialized as a whole record in
+  // registered memory, to be sent in place later.
+  size_t n = s.bytes();
+  size_t len = n + wire::kRecordOverhead;
+  if (n > m.max_frame()) fail("Aggregator: a call of ", n, " bytes exceeds the largest call (", m.max_frame(), ")");
+  if (exceeding_ + len > cfg_.overflow_limit) return false;
+  memory::RDMAMemory rec = inv_.heap().allocate(len);
+  s.fill(rec.bytes() + 8, n);
+  if (q.empty()) touched_.push_back(&m);
+  q.push_back(Queued{rec, len, transmitted});
+  exceeding_ += len;
+  ++exceeded_;
+  return true;
+}
+
+bool Aggregator::drain_one(size_t gid) {
+  auto& q = overflow_[gid];
+  if (q.empty()) return true;
+  Messenger& m = inv_.messengers().to(inv_.thread_of(static_cast<int>(gid)));
+  if (m.async_pending()) return false;
+  while (!q.empty()) {
+    Queued& c = q.front();
+    if (!m.send_record(c.rec, c.len)) return false;
+    if (c.transmitted) c.transmitted->transmitted();
+    exceeding_ -= c.len;
+    q.pop_front();
+  }
+  m.reclaim();
+  return true;
+}
+
+void Aggregator::flush() {
+  std::vector<Messenger*> keep;
+  for (Messenger* m : touched_) {
+    if (cfg_.mode == Mode::Trad) {
+      m->flush();
+      continue;
+    }
+    if (!drain_one(static_cast<size_t>(inv_.gid(m->dest())))) keep.push_back(m);
+  }
+  std::sort(keep.begin(), keep.end());
+  keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+  touched_ = std::move(keep);
+}
+
+void Aggregator::drain() {
+  flush();
+  inv_.wait_until([this] {
+    flush();
+    return touched_.empty();
+  });
+}
+
+}  // namespace loom::invoke

@@ -1,0 +1,79 @@
+#pragma once
+// Aggregator (seed 000 §4.4.2): batches calls over this thread's Messengers.
+//  * Trad: calls accumulate in one record per destination, serialized straight into registered
+//    staging memory, and go out as one RDMA WRITE when the record reaches the size mark
+//    (flush_bytes, 4 KiB by default) or on flush().
+//  * Ovfl: calls go straight to the Messenger; only when it cannot make progress (chunk limit
+//    reached, receiver behind) are they kept locally — serialized in registered memory as whole
+//    records, sent later in place without another copy — up to overflow_limit bytes, beyond
+//    which calls fail (return false).
+// One Aggregator belongs to one thread.
+#include <deque>
+#include <span>
+#include <vector>
+
+#include "invoke/calls.hpp"
+
+namespace loom::invoke {
+
+enum class Mode { Trad, Ovfl };
+
+class Aggregator {
+ public:
+  struct Config {
+    Mode mode = Mode::Trad;
+    size_t flush_bytes = 4096;
+    size_t overflow_limit = size_t{64} << 20;
+  };
+  explicit Aggregator(Config cfg);
+  Aggregator() : Aggregator(Config{}) {}
+  ~Aggregator();
+  Aggregator(const Aggregator&) = delete;
+  Aggregator& operator=(const Aggregator&) = delete;
+
+  template <Notify N = Notify::Transmitted, typename F>
+  bool call(Thread dest, F f, Synchronizer* sync = nullptr) {
+    wire::NotifyDesc nd;
+    FrameSpec s = detail::frame_for<detail::CallEntry<F>, F>(f, wire::Kind::Call, detail::notify_of<N>(sync, nd));
+    return submit(dest, s, detail::transmitted_of<N>(sync));
+  }
+  template <Notify N = Notify::Transmitted, typename F>
+  bool call_buffer(Thread dest, F f, std::span<const std::byte> buffer, Synchronizer* sync = nullptr) {
+    wire::NotifyDesc nd;
+    FrameSpec s = detail::frame_for<detail::BufferEntry<F, wire::Kind::Buffer>, F>(f, wire::Kind::Buffer,
+                                                                                   detail::notify_of<N>(sync, nd));
+    wire::BufferDesc d{buffer.size()};
+    s.desc = &d;
+    s.desc_len = sizeof d;
+    s.buffer = buffer.data();
+    s.buffer_len = buffer.size();
+    return submit(dest, s, detail::transmitted_of<N>(sync));
+  }
+
+  bool submit(Thread dest, const FrameSpec& s, Synchronizer* transmitted);
+  // Trad: sends every open record. Ovfl: sends exceeding calls as far as the Messengers allow.
+  void flush();
+  // Ovfl: returns once no call is exceeding (running this thread's calls meanwhile).
+  void drain();
+
+  Mode mode() const { return cfg_.mode; }
+  size_t exceeding_bytes() const { return exceeding_; }
+  uint64_t exceeded_calls() const { return exceeded_; }
+
+ private:
+  struct Queued {
+    memory::RDMAMemory rec;
+    size_t len;
+    Synchronizer* transmitted;
+  };
+  bool drain_one(size_t gid);
+
+  Invoker& inv_;
+  Config cfg_;
+  std::vector<std::deque<Queued>> overflow_;  // by global thread id
+  std::vector<Messenger*> touched_;           // messengers with an open record or exceeding calls
+  size_t exceeding_ = 0;
+  uint64_t exceeded_ = 0;
+};
+
+}  // namespace loom::invoke

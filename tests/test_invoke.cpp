@@ -1,0 +1,467 @@
+// Remote invocation: ordering, exactly-once delivery across chunk rotation and ring growth,
+// retry policies, broadcast, every call form, both Synchronizer modes, bad calls.
+// Runs under loomrun with 2 threads per process (every thread is a destination).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "invoke/aggregator.hpp"
+#include "invoke/calls.hpp"
+#include "tests/mp_test.hpp"
+
+using namespace loom;
+using namespace loom::invoke;
+using loom::test::rt;
+
+namespace {
+
+// Small chunks so that every test rotates and grows rings many times.
+Config small_rings(uint32_t max_chunks = 8, uint32_t helpers = 0) {
+  Config c;
+  c.chunk_size = 4096;
+  c.chunks_per_request = 2;
+  c.max_chunks = max_chunks;
+  c.helpers = helpers;
+  return c;
+}
+
+// Per-thread receive state, indexed by the receiving thread, shared with the called lambdas
+// through plain pointers (captures must be trivially copyable).
+struct Ledger {
+  std::vector<std::atomic<uint64_t>> next;      // by sender gid: next expected sequence number
+  std::vector<std::atomic<uint64_t>> received;  // by receiving thread index
+  std::atomic<uint64_t> disorder{0};
+  explicit Ledger(int senders, int threads) : next(static_cast<size_t>(senders)), received(static_cast<size_t>(threads)) {}
+};
+
+// Runs fn(index) on every worker thread of this process (index 0 is the calling thread).
+template <typename Fn>
+void on_threads(Fn fn) {
+  int t = rt().threads_per_process();
+  std::vector<std::thread> ts;
+  for (int i = 1; i < t; ++i) ts.push_back(rt().spawn_at(i, "worker", [&fn, i] { fn(i); }));
+  fn(0);
+  for (auto& th : ts) th.join();
+}
+
+// Receive state lives in globals: a lambda runs in another process, so it may capture values
+// but not pointers to this process's memory.
+std::vector<std::unique_ptr<Ledger>> g_ledgers;
+void make_ledgers(int senders, int threads) {
+  g_ledgers.clear();
+  for (int i = 0; i < threads; ++i) g_ledgers.push_back(std::make_unique<Ledger>(senders, threads));
+}
+
+void poll_until(const std::atomic<uint64_t>& counter, uint64_t expected) {
+  Invoker::current().wait_until([&] { return counter.load() >= expected; });
+}
+
+void expect_fifo(int sender, uint64_t seq, int me) {
+  Ledger* l = g_ledgers[static_cast<size_t>(me)].get();
+  uint64_t want = l->next[static_cast<size_t>(sender)].load(std::memory_order_relaxed);
+  if (seq != want) l->disorder.fetch_add(1);
+  l->next[static_cast<size_t>(sender)].store(seq + 1, std::memory_order_relaxed);
+  l->received[static_cast<size_t>(me)].fetch_add(1);
+}
+
+}  // namespace
+
+TEST(Invoke, PerSenderFifoAndExactlyOnceAcrossRotationAndGrowth) {
+  Invoker inv(rt(), small_rings(8));
+  const int total = inv.total_threads();
+  const int T = inv.threads();
+  make_ledgers(total, T);
+  auto& ledgers = g_ledgers;
+  const uint64_t per_pair = 3000;  // 40-byte calls through 4 KiB chunks: ~30 rotations per pair
+  on_threads([&](int me) {
+    const int my_gid = inv.gid(Thread{rt().rank(), me});
+    for (uint64_t s = 0; s < per_pair; ++s) {
+      for (int d = 0; d < total; ++d) {
+        Thread dest = inv.thread_of((my_gid + d) % total);
+        int idx = dest.index;
+        ASSERT_TRUE(call(dest, [my_gid, s, idx] { expect_fifo(my_gid, s, idx); }));
+      }
+    }
+    inv.flush();
+    poll_until(ledgers[static_cast<size_t>(me)]->received[static_cast<size_t>(me)], per_pair * static_cast<uint64_t>(total));
+  });
+  for (int i = 0; i < T; ++i) {
+    EXPECT_EQ(ledgers[static_cast<size_t>(i)]->disorder.load(), 0u);
+    EXPECT_EQ(ledgers[static_cast<size_t>(i)]->received[static_cast<size_t>(i)].load(), per_pair * static_cast<uint64_t>(total));
+    for (int s = 0; s < total; ++s) EXPECT_EQ(ledgers[static_cast<size_t>(i)]->next[static_cast<size_t>(s)].load(), per_pair);
+  }
+  EXPECT_EQ(inv.bad_calls(), 0u);
+  rt().barrier();
+}
+
+TEST(Invoke, SlowReceiverFailsAtTheChunkLimitThenReceivesEverything) {
+  const uint32_t kMax = 4;
+  // Reset before the Invoker exists: its helper may run calls as soon as it does.
+  static std::atomic<uint64_t> got{0}, disorder{0}, expect_next{0};
+  got = 0;
+  disorder = 0;
+  expect_next = 0;
+  Invoker inv(rt(), small_rings(kMax));
+  const bool sender = rt().rank() % 2 == 0;
+  const int peer = rt().rank() ^ 1;
+  uint64_t sent = 0;
+  if (sender) {
+    // The receiver does not poll yet: the ring grows to kMax chunks, then calls fail.
+    Messenger& m = inv.messengers().to(Thread{peer, 0});
+    for (;;) {
+      uint64_t s = sent;
+      if (!call<Notify::Transmitted, OnFull::Fail>(Thread{peer, 0}, [s] {
+            if (expect_next.load() != s) disorder.fetch_add(1);
+            expect_next.store(s + 1);
+            got.fetch_add(1);
+          }))
+        break;
+      ++sent;
+    }
+    EXPECT_EQ(m.chunks(), kMax);
+    EXPECT_GT(m.growths(), 0u);
+    EXPECT_GT(sent, 100u);
+  }
+  uint64_t n = sent;
+  auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&n, 1)));
+  if (!sender) {
+    uint64_t expected;
+    std::memcpy(&expected, all[static_cast<size_t>(peer)].data(), 8);
+    poll_until(got, expected);
+    EXPECT_EQ(got.load(), expected);
+    EXPECT_EQ(disorder.load(), 0u);
+  }
+  rt().barrier();
+  // Once consumed, the same ring carries more calls: the rotation continues where it was.
+  if (sender) {
+    for (int i = 0; i < 200; ++i) {
+      uint64_t s = sent + static_cast<uint64_t>(i);
+      ASSERT_TRUE(call(Thread{peer, 0}, [s] {
+        if (expect_next.load() != s) disorder.fetch_add(1);
+        expect_next.store(s + 1);
+        got.fetch_add(1);
+      }));
+    }
+  } else {
+    uint64_t expected;
+    std::memcpy(&expected, all[static_cast<size_t>(peer)].data(), 8);
+    poll_until(got, expected + 200);
+    EXPECT_EQ(disorder.load(), 0u);
+  }
+  EXPECT_EQ(inv.bad_calls(), 0u);
+  rt().barrier();
+}
+
+TEST(Invoke, RetryAndRetryAsyncKeepFifoBehindASlowReceiver) {
+  for (uint32_t helpers : {0u, 1u}) {
+    // Reset before the Invoker exists: its helper may run calls as soon as it does.
+    static std::atomic<uint64_t> got{0}, disorder{0}, expect_next{0};
+    got = 0;
+    disorder = 0;
+    expect_next = 0;
+    Invoker inv(rt(), small_rings(3, helpers));
+    const bool sender = rt().rank() % 2 == 0;
+    const int peer = rt().rank() ^ 1;
+    const uint64_t kCalls = 4000;
+    if (sender) {
+      // Alternate policies: RetryAsync calls queue while the ring is full, and the Retry calls
+      // after them must not overtake them.
+      for (uint64_t s = 0; s < kCalls; ++s) {
+        auto f = [s] {
+          if (expect_next.load() != s) disorder.fetch_add(1);
+          expect_next.store(s + 1);
+          got.fetch_add(1);
+        };
+        bool ok = (s / 500) % 2 == 0 ? call<Notify::Transmitted, OnFull::RetryAsync>(Thread{peer, 0}, f)
+                                     : call<Notify::Transmitted, OnFull::Retry>(Thread{peer, 0}, f);
+        ASSERT_TRUE(ok);
+      }
+      Messenger& m = inv.messengers().to(Thread{peer, 0});
+      inv.wait_until([&] { return !m.async_pending(); });
+    } else {
+      // Slow: let the sender run into the chunk limit first.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      Invoker::current().wait_until([&] {
+        if (got.load() % 700 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        return got.load() >= kCalls;
+      });
+      EXPECT_EQ(got.load(), kCalls);
+      EXPECT_EQ(disorder.load(), 0u);
+    }
+    EXPECT_EQ(inv.bad_calls(), 0u);
+    rt().barrier();
+  }
+}
+
+TEST(Invoke, BroadcastReachesEveryThreadOnce) {
+  // Reset before the Invoker exists: its helper may run calls as soon as it does.
+  static std::atomic<uint64_t> runs[64];
+  for (auto& r : runs) r = 0;
+  Invoker inv(rt(), small_rings(8));
+  const int total = inv.total_threads();
+  on_threads([&](int me) {
+    Synchronizer executed(total);
+    broadcast<Notify::Executed>([] { runs[Invoker::current().self().index].fetch_add(1); }, &executed);
+    // Keep running calls until ours reached everyone and everyone's reached us; a thread that
+    // stopped early could hold forwarded copies of other broadcasts.
+    inv.wait_until([&] {
+      return executed.done() && runs[me].load() >= static_cast<uint64_t>(total) && inv.messengers().quiet();
+    });
+  });
+  for (int i = 0; i < inv.threads(); ++i) EXPECT_EQ(runs[i].load(), static_cast<uint64_t>(total)) << "thread " << i;
+  EXPECT_EQ(inv.bad_calls(), 0u);
+  rt().barrier();
+}
+
+TEST(Invoke, BroadcastBufferCarriesTheBytes) {
+  // Reset before the Invoker exists: its helper may run calls as soon as it does.
+  static std::atomic<uint64_t> ok_runs{0}, bad_runs{0};
+  ok_runs = 0;
+  bad_runs = 0;
+  Invoker inv(rt(), small_rings(8));
+  on_threads([&](int me) {
+    if (rt().rank() == 0 && me == 0) {
+      std::vector<std::byte> bytes(1000);
+      for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = std::byte(i * 7 + 3);
+      Synchronizer s(inv.total_threads());
+      broadcast_buffer<Notify::Executed>(
+          [](std::span<std::byte> b) {
+            bool good = b.size() == 1000;
+            for (size_t i = 0; good && i < b.size(); ++i) good = b[i] == std::byte(i * 7 + 3);
+            (good ? ok_runs : bad_runs).fetch_add(1);
+          },
+          bytes, &s);
+      s.wait();  // every thread of every process ran it
+    }
+    inv.wait_until([] { return ok_runs.load() + bad_runs.load() >= static_cast<uint64_t>(Invoker::current().threads()); });
+  });
+  EXPECT_EQ(ok_runs.load(), static_cast<uint64_t>(inv.threads()));
+  EXPECT_EQ(bad_runs.load(), 0u);
+  rt().barrier();
+}
+
+TEST(Invoke, EveryCallFormMovesTheRightBytes) {
+  // Reset before the Invoker exists: its helper may run calls as soon as it does.
+  static std::atomic<uint64_t> checks{0}, wrong{0};
+  checks = 0;
+  wrong = 0;
+  // A helper keeps running calls for this process after its own part is done.
+  Invoker inv(rt(), small_rings(8, 1));
+  const Thread peer{test::right(), 0};
+  // The destination buffer of the WRITE form lives in the peer: exchange locators.
+  memory::RDMAMemory landing = rt().heap().allocate(5000);
+  std::memset(landing.addr, 0, 5000);
+  RemoteMemoryLocator mine{rt().rank(), 0, landing.address(), 5000, landing.rkey};
+  auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&mine, 1)));
+  RemoteMemoryLocator theirs;
+  std::memcpy(&theirs, all[static_cast<size_t>(peer.rank)].data(), sizeof theirs);
+
+  memory::RDMAMemory orig = rt().heap().allocate(3000);
+  for (size_t i = 0; i < 3000; ++i) orig.bytes()[i] = static_cast<uint8_t>(i * 13 + rt().rank());
+  const int me = rt().rank();
+  auto check_bytes = [me](std::span<std::byte> b) {
+    bool good = b.size() == 3000;
+    for (size_t i = 0; good && i < b.size(); ++i) good = b[i] == std::byte(static_cast<uint8_t>(i * 13 + me));
+    (good ? checks : wrong).fetch_add(1);
+  };
+  Synchronizer sync(4);
+  // 1. the buffer travels with the call
+  ASSERT_TRUE(call_buffer<Notify::Executed>(peer, check_bytes, std::span<const std::byte>(
+                                                                   reinterpret_cast<const std::byte*>(orig.addr), 3000),
+                                            &sync));
+  // 2. RDMA WRITE into the peer's buffer, then the call
+  ASSERT_TRUE(call_buffer<Notify::Executed>(peer, check_bytes, orig.slice(0, 3000), theirs, &sync));
+  // 3. the peer pulls it with RDMA READ
+  ASSERT_TRUE(call_buffer<Notify::Executed>(peer, check_bytes, orig.slice(0, 3000), &sync));
+  // 4. call_return: the result comes back by RDMA WRITE
+  ReturnSlot<uint64_t> slot;
+  const uint64_t x = 0x1234'5678'9abc'def0ull + static_cast<uint64_t>(me);
+  ASSERT_TRUE(call_return<Notify::Executed>(peer, [x] { return x * 3 + static_cast<uint64_t>(caller_rank()); }, slot, &sync));
+  // A larger result (not inline): 200 bytes.
+  struct Big {
+    uint64_t v[25];
+  };
+  ReturnSlot<Big> big;
+  ASSERT_TRUE(call_return(peer, [x] {
+    Big b;
+    for (int i = 0; i < 25; ++i) b.v[i] = x + static_cast<uint64_t>(i);
+    return b;
+  }, big));
+  sync.wait();
+  EXPECT_EQ(slot.get(), x * 3 + static_cast<uint64_t>(me));
+  Big b = big.get();
+  for (int i = 0; i < 25; ++i) EXPECT_EQ(b.v[i], x + static_cast<uint64_t>(i));
+  inv.wait_until([] { return checks.load() + wrong.load() >= 3; });
+  EXPECT_EQ(checks.load(), 3u);
+  EXPECT_EQ(wrong.load(), 0u);
+  rt().barrier();
+  rt().heap().free(orig.addr);
+  rt().heap().free(landing.addr);
+  EXPECT_EQ(inv.bad_calls(), 0u);
+}
+
+TEST(Invoke, SynchronizerModes) {
+  // Reset before the Invoker exists: its helper may run calls as soon as it does.
+  static std::atomic<uint64_t> ran{0};
+  ran = 0;
+  // A helper keeps running calls for this process after its own part is done.
+  Invoker inv(rt(), small_rings(8, 1));
+  const Thread peer{test::right(), 0};
+  // Transmitted: done once the calls left, whether or not the peer ran them.
+  Synchronizer sent(50);
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(call(peer, [] { ran.fetch_add(1); }, &sent));
+  EXPECT_TRUE(sent.done());
+  // Executed: done only once the peer ran them; the peer's runs come through fabric atomics.
+  Synchronizer executed(50);
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(call<Notify::Executed>(peer, [] { ran.fetch_add(1); }, &executed));
+  executed.wait();
+  EXPECT_EQ(executed.count(), 0);
+  // Trad aggregation: Transmitted counts when the record goes, not when the call is buffered.
+  Aggregator agg;
+  Synchronizer batched(3);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(agg.call(peer, [] { ran.fetch_add(1); }, &batched));
+  EXPECT_EQ(batched.count(), 3);
+  agg.flush();
+  EXPECT_TRUE(batched.done());
+  inv.wait_until([] { return ran.load() >= 103; });
+  EXPECT_EQ(ran.load(), 103u);
+  rt().barrier();
+}
+
+TEST(Invoke, SendBasedCallsUseTheSamePrimitives) {
+  // Reset before the Invoker exists: its helper may run calls as soon as it does.
+  static std::atomic<uint64_t> seq_next{0}, disorder{0}, bytes_ok{0};
+  seq_next = 0;
+  disorder = 0;
+  bytes_ok = 0;
+  // A helper keeps running calls for this process after its own part is done.
+  Invoker inv(rt(), small_rings(8, 1));
+  const Thread peer{test::right(), 0};
+  Synchronizer done(301);
+  for (uint64_t s = 0; s < 300; ++s)
+    send::call<Notify::Executed>(peer, [s] {
+      if (seq_next.load() != s) disorder.fetch_add(1);
+      seq_next.store(s + 1);
+    }, &done);
+  std::vector<std::byte> b(100, std::byte{0x5a});
+  send::call_buffer<Notify::Executed>(peer, [](std::span<std::byte> x) {
+    if (x.size() == 100 && x[99] == std::byte{0x5a}) bytes_ok.fetch_add(1);
+  }, b, &done);
+  ReturnSlot<int> r;
+  send::call_return(peer, [] { return 42 + caller_rank(); }, r);
+  done.wait();
+  EXPECT_EQ(r.get(), 42 + rt().rank());
+  // Our own counters count the calls of our left neighbour.
+  inv.wait_until([] { return bytes_ok.load() == 1 && seq_next.load() == 300; });
+  EXPECT_EQ(disorder.load(), 0u);
+  EXPECT_EQ(bytes_ok.load(), 1u);
+  // Larger than a service message: a clear error, nothing sent.
+  std::vector<std::byte> huge(100000);
+  EXPECT_THROW(send::call_buffer(peer, [](std::span<std::byte>) {}, huge), Error);
+  rt().barrier();
+}
+
+namespace {
+std::atomic<uint64_t> g_named{0};
+void named_add(int, std::span<const std::byte> args) {
+  uint64_t v = 0;
+  if (args.size() == 8) std::memcpy(&v, args.data(), 8);
+  g_named.fetch_add(v);
+}
+}  // namespace
+
+TEST(Invoke, BadCallsAreReportedAndSurvived) {
+  // Reset before the Invoker exists: its helper may run calls as soon as it does.
+  g_named = 0;
+  static std::atomic<uint64_t> after{0};
+  after = 0;
+  // A helper keeps running calls for this process after its own part is done.
+  Invoker inv(rt(), small_rings(8, 1));
+  const Thread peer{test::right(), 0};
+  uint32_t id = register_function("test.named_add", &named_add);
+  EXPECT_EQ(id, function_id("test.named_add"));
+  uint64_t before = inv.bad_calls();
+  rt().barrier();
+
+  // An id nobody registered.
+  uint64_t v = 5;
+  ASSERT_TRUE(call_named(peer, 0xdeadbeef, std::as_bytes(std::span(&v, 1))));
+  // A registered id whose payload is too short for its captures (truncated call).
+  struct Wide {
+    uint64_t a, b, c;
+    void operator()() const { after.fetch_add(a + b + c); }
+  };
+  FrameSpec truncated;
+  truncated.fid = auto_id<invoke::detail::CallEntry<Wide>, Wide>();
+  truncated.kind = wire::Kind::Call;
+  uint64_t half = 1;
+  truncated.captures = &half;
+  truncated.capture_len = 8;
+  ASSERT_TRUE(inv.messengers().to(peer).call(truncated, OnFull::Retry));
+  // A buffer call whose length field lies.
+  struct Sink {
+    void operator()(std::span<std::byte>) const {}
+  };
+  FrameSpec liar = invoke::detail::frame_for<invoke::detail::BufferEntry<Sink, wire::Kind::Buffer>, Sink>(Sink{}, wire::Kind::Buffer, nullptr);
+  wire::BufferDesc d{1u << 20};
+  liar.desc = &d;
+  liar.desc_len = sizeof d;
+  liar.buffer = &v;
+  liar.buffer_len = 8;
+  ASSERT_TRUE(inv.messengers().to(peer).call(liar, OnFull::Retry));
+  // A call of the right kind to the wrong kind of function.
+  FrameSpec wrong_kind = truncated;
+  wrong_kind.kind = wire::Kind::Return;
+  ASSERT_TRUE(inv.messengers().to(peer).call(wrong_kind, OnFull::Retry));
+  // Then good calls: the receiver kept going.
+  ASSERT_TRUE(call_named(peer, id, std::as_bytes(std::span(&v, 1))));
+  ASSERT_TRUE(call(peer, Wide{1, 2, 3}));
+  // Oversized: refused at the sender with a clear error, nothing sent.
+  std::vector<std::byte> huge(8192);
+  EXPECT_THROW(call_buffer(peer, [](std::span<std::byte>) {}, huge), Error);
+  // Bad destinations.
+  EXPECT_THROW(call(Thread{rt().size(), 0}, [] {}), Error);
+  EXPECT_THROW(call(Thread{0, inv.threads()}, [] {}), Error);
+  inv.flush();
+  inv.wait_until([] { return after.load() == 6 && g_named.load() == 5; });
+  EXPECT_EQ(inv.bad_calls() - before, 4u) << inv.last_error();
+  rt().barrier();
+}
+
+TEST(Invoke, AggregatorModesDeliverInOrder) {
+  for (Mode mode : {Mode::Trad, Mode::Ovfl}) {
+    Invoker inv(rt(), small_rings(3));
+    const int total = inv.total_threads();
+    make_ledgers(total, inv.threads());
+    auto& ledgers = g_ledgers;
+    const uint64_t per_pair = 2000;
+    on_threads([&](int me) {
+      Aggregator::Config ac;
+      ac.mode = mode;
+      ac.flush_bytes = 1024;
+      Aggregator agg(ac);
+      const int my_gid = inv.gid(Thread{rt().rank(), me});
+      for (uint64_t s = 0; s < per_pair; ++s)
+        for (int d = 0; d < total; ++d) {
+          Thread dest = inv.thread_of((my_gid + d) % total);
+          int idx = dest.index;
+          ASSERT_TRUE(agg.call(dest, [my_gid, s, idx] { expect_fifo(my_gid, s, idx); }));
+          if (s % 64 == 0) inv.poll();
+        }
+      agg.drain();
+      poll_until(ledgers[static_cast<size_t>(me)]->received[static_cast<size_t>(me)],
+                 per_pair * static_cast<uint64_t>(total));
+    });
+    for (int i = 0; i < inv.threads(); ++i) {
+      EXPECT_EQ(ledgers[static_cast<size_t>(i)]->disorder.load(), 0u);
+      EXPECT_EQ(ledgers[static_cast<size_t>(i)]->received[static_cast<size_t>(i)].load(),
+                per_pair * static_cast<uint64_t>(total));
+    }
+    EXPECT_EQ(inv.bad_calls(), 0u);
+    rt().barrier();
+  }
+}
