@@ -21,23 +21,17 @@
 #include "dsm/memory/circular_allocator.hpp"
 #include "dsm/runtime/runtime.hpp"
 #include "dsm/signal/backoff.hpp"
+#include "bench/bench_common.hpp"
 
 #ifdef LOOM_HAVE_UCX
 #include <ucp/api/ucp.h>
 #endif
 
 using namespace loom;
-using clk = std::chrono::steady_clock;
+using namespace loom::bench;
 
 namespace {
 
-struct Row {
-  std::string variant;
-  size_t size;
-  std::string metric;
-  double value;
-  std::string unit;
-};
 
 struct Target {
   uint64_t addr;
@@ -48,7 +42,6 @@ struct Target {
 constexpr uint32_t kDepth = 256;
 constexpr size_t kRegion = 64u << 20;  // target window; writes cycle through it
 
-double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
 
 // (a) Hand-written selective signaling on a bare QP: one thread, signal every depth/4-th post,
 // poll when the queue could fill. Sources cycle through a ring the code manages itself.
@@ -131,22 +124,7 @@ struct Ucx {
   bool ok = false;
 };
 
-void ucx_check(ucs_status_t s, const char* what) {
-  if (s != UCS_OK) {
-    std::fprintf(stderr, "ucx: %s: %s\n", what, ucs_status_string(s));
-    std::exit(1);
-  }
-}
 
-void ucx_wait(ucp_worker_h w, void* req) {
-  if (req == nullptr) return;
-  if (UCS_PTR_IS_ERR(req)) {
-    std::fprintf(stderr, "ucx: request failed: %s\n", ucs_status_string(UCS_PTR_STATUS(req)));
-    std::exit(1);
-  }
-  while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(w);
-  ucp_request_free(req);
-}
 
 // Collective: both ranks set up; rank 0 gets an endpoint and rkey for rank 1's region.
 Ucx ucx_setup(Runtime& rt, size_t bytes, ucs_thread_mode_t mode) {
@@ -224,45 +202,6 @@ void ucx_teardown(Ucx& u) {
 }
 #endif
 
-// Cache-line ping-pong between ranks 0 and 1 through a shared mapping: the floor for any
-// notification between two processes on this host.
-double pingpong_rtt_us(Runtime& rt, int rounds) {
-  std::string path = env::get_string("LOOM_JOB_DIR", "/tmp") + "/bench-pingpong";
-  if (rt.rank() == 0) {
-    int fd = open(path.c_str(), O_RDWR | O_CREAT, 0600);
-    if (fd < 0 || ftruncate(fd, 4096) != 0) { std::perror("pingpong"); std::exit(1); }
-    close(fd);
-  }
-  rt.barrier();
-  int fd = open(path.c_str(), O_RDWR);
-  auto* m = static_cast<uint8_t*>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-  close(fd);
-  auto* ping = reinterpret_cast<std::atomic<uint64_t>*>(m);
-  auto* pong = reinterpret_cast<std::atomic<uint64_t>*>(m + 128);
-  rt.barrier();
-  double rtt = 0;
-  auto t0 = clk::now();
-  for (int i = 1; i <= rounds; ++i) {
-    if (rt.rank() == 0) {
-      ping->store(static_cast<uint64_t>(i), std::memory_order_release);
-      signal::Backoff b;
-      while (pong->load(std::memory_order_acquire) != static_cast<uint64_t>(i)) b.spin_or_yield();
-    } else if (rt.rank() == 1) {
-      signal::Backoff b;
-      while (ping->load(std::memory_order_acquire) != static_cast<uint64_t>(i)) b.spin_or_yield();
-      pong->store(static_cast<uint64_t>(i), std::memory_order_release);
-    }
-  }
-  rtt = seconds_since(t0) / rounds * 1e6;
-  rt.barrier();
-  munmap(m, 4096);
-  return rtt;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 #include "invoke/invoker.hpp"
 
 #include <algorithm>
+#include <shared_mutex>
 
 #include "dsm/common/env.hpp"
 #include "dsm/common/log.hpp"
@@ -15,6 +16,11 @@ extern thread_local int t_caller;
 namespace {
 
 std::atomic<Invoker*> g_current{nullptr};
+std::atomic<bool> g_exists{false};
+// Service handlers run on the service thread and may see a request for an Invoker that is being
+// built or torn down: they hold this shared while they use it; construction and destruction
+// publish and retract the Invoker under it exclusively.
+std::shared_mutex g_life;
 std::atomic<uint64_t> g_invoker_serial{1};
 
 struct TlsGlobal {
@@ -753,8 +759,8 @@ Invoker::Invoker(Runtime& rt, Config cfg)
   if (cfg_.chunk_size < 4096 || cfg_.chunk_size % 64 != 0 || cfg_.chunk_size > wire::kMaxRecord)
     fail("invoke: chunk size ", cfg_.chunk_size, " must be a multiple of 64 in 4 KiB..", wire::kMaxRecord);
   if (cfg_.max_chunks < 2 || cfg_.max_chunks > 4096) fail("invoke: max_chunks ", cfg_.max_chunks, " must be 2..4096");
-  Invoker* expected = nullptr;
-  if (!g_current.compare_exchange_strong(expected, this)) fail("invoke: one Invoker per process at a time");
+  bool expected = false;
+  if (!g_exists.compare_exchange_strong(expected, true)) fail("invoke: one Invoker per process at a time");
   fabric::QpCaps caps;
   caps.max_send_wr = cfg_.send_queue_depth;
   caps.max_recv_wr = 4;
@@ -772,6 +778,7 @@ Invoker::Invoker(Runtime& rt, Config cfg)
     if (std::find(registered.begin(), registered.end(), &rt_.service()) == registered.end()) {
       registered.push_back(&rt_.service());
       rt_.service().register_handler("loom.invoke.chunks", [](const runtime::ServiceRequest& req) {
+        std::shared_lock<std::shared_mutex> life(g_life);
         Invoker& inv = Invoker::current();
         auto r = decode<ChunkRequest>(req.payload, "chunk request");
         if (req.payload.size() != sizeof r) fail("chunk request: ", req.payload.size(), " bytes");
@@ -801,6 +808,7 @@ Invoker::Invoker(Runtime& rt, Config cfg)
         return reply;
       });
       rt_.service().register_handler("loom.invoke.send", [](const runtime::ServiceRequest& req) {
+        std::shared_lock<std::shared_mutex> life(g_life);
         Invoker& inv = Invoker::current();
         auto h = decode<SendHeader>(req.payload, "send-based call");
         if (h.thread >= static_cast<uint32_t>(inv.threads()))
@@ -813,6 +821,10 @@ Invoker::Invoker(Runtime& rt, Config cfg)
       });
     }
   }
+  {
+    std::unique_lock<std::shared_mutex> g(g_life);
+    g_current.store(this, std::memory_order_release);
+  }
   for (uint32_t i = 0; i < cfg_.helpers; ++i)
     helpers_.push_back(rt_.spawn_at(threads_ + static_cast<int>(i), "invoke-helper-" + std::to_string(i), [this, i] { helper_loop(static_cast<int>(i)); }));
   rt_.barrier();
@@ -820,12 +832,16 @@ Invoker::Invoker(Runtime& rt, Config cfg)
 
 Invoker::~Invoker() {
   rt_.barrier();  // every process is done calling
+  {
+    std::unique_lock<std::shared_mutex> g(g_life);
+    g_current.store(nullptr, std::memory_order_release);
+  }
   stop_.store(true, std::memory_order_release);
   for (auto& t : helpers_) t.join();
   mesh_.reset();  // collective: waits until nothing is in flight anywhere
   globals_.clear();
   inboxes_.clear();
-  g_current.store(nullptr, std::memory_order_release);
+  g_exists.store(false, std::memory_order_release);
 }
 
 Thread Invoker::self() const {

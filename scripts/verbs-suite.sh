@@ -14,10 +14,12 @@ export LOOM_TEST_STRESS_POSTS=${LOOM_TEST_STRESS_POSTS:-20000}
 [ -n "${RXE_GID_INDEX:-}" ] && export LOOM_VERBS_GID_INDEX=$RXE_GID_INDEX
 passed=0
 failed=0
-for t in fabric service transmitter; do
+for t in fabric service transmitter invoke; do
+  threads=1
+  [ "$t" = invoke ] && threads=2  # every thread is a call destination
   for np in $nprocs; do
     start=$(date +%s)
-    if "$build/loomrun" -n "$np" --timeout 300 "$build/tests/test_$t" > "/tmp/verbs-$t-$np.log" 2>&1; then
+    if "$build/loomrun" -n "$np" --threads "$threads" --timeout 300 "$build/tests/test_$t" > "/tmp/verbs-$t-$np.log" 2>&1; then
       passed=$((passed + 1))
       echo "PASS verbs $t -n $np ($(( $(date +%s) - start )) s)"
     else
