@@ -33,21 +33,11 @@ class Aggregator {
 
   template <Notify N = Notify::Transmitted, typename F>
   bool call(Thread dest, F f, Synchronizer* sync = nullptr) {
-    wire::NotifyDesc nd;
-    FrameSpec s = detail::frame_for<detail::CallEntry<F>, F>(f, wire::Kind::Call, detail::notify_of<N>(sync, nd));
-    return submit(dest, s, detail::transmitted_of<N>(sync));
+    return submit(dest, detail::call_spec<N>(f, sync), detail::transmitted_of<N>(sync));
   }
   template <Notify N = Notify::Transmitted, typename F>
   bool call_buffer(Thread dest, F f, std::span<const std::byte> buffer, Synchronizer* sync = nullptr) {
-    wire::NotifyDesc nd;
-    FrameSpec s = detail::frame_for<detail::BufferEntry<F, wire::Kind::Buffer>, F>(f, wire::Kind::Buffer,
-                                                                                   detail::notify_of<N>(sync, nd));
-    wire::BufferDesc d{buffer.size()};
-    s.desc = &d;
-    s.desc_len = sizeof d;
-    s.buffer = buffer.data();
-    s.buffer_len = buffer.size();
-    return submit(dest, s, detail::transmitted_of<N>(sync));
+    return submit(dest, detail::buffer_spec<N>(f, buffer, sync), detail::transmitted_of<N>(sync));
   }
 
   bool submit(Thread dest, const FrameSpec& s, Synchronizer* transmitted);

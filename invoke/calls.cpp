@@ -106,20 +106,23 @@ void wait_written(Thread dest, uint64_t tag) {
   if (tx.errors() != errors) fail("call_buffer: the WRITE failed: ", fabric::to_string(tx.last_error()));
 }
 
-std::vector<uint8_t> broadcast_frame(const FrameSpec& inner, Thread* root) {
+void broadcast(const FrameSpec& inner, Synchronizer* transmitted) {
   Invoker& inv = Invoker::current();
-  *root = inv.self();
-  inv.check(*root);
+  const Thread root = inv.self();
+  inv.check(root);
   size_t in_len = inner.bytes();
   size_t len = wire::kFrameHeader + sizeof(wire::BroadcastDesc) + in_len;
   if (len > wire::kMaxFrame) fail("broadcast: a call of ", len, " bytes is too large");
   std::vector<uint8_t> f(len);
   uint64_t w = wire::frame_word(0, wire::Kind::Broadcast, false, len);
   std::memcpy(f.data(), &w, 8);
-  wire::BroadcastDesc d{static_cast<uint32_t>(inv.gid(*root)), 0};
+  wire::BroadcastDesc d{static_cast<uint32_t>(inv.gid(root)), 0};
   std::memcpy(f.data() + 8, &d, sizeof d);
   inner.fill(f.data() + 8 + sizeof d, in_len);
-  return f;
+  FrameSpec s;
+  s.raw = f.data();
+  s.raw_len = f.size();
+  inv.messengers().to(root).call(s, OnFull::Retry, 0, transmitted);
 }
 
 }  // namespace detail

@@ -25,16 +25,6 @@ namespace loom::invoke {
 namespace detail {
 
 template <Notify N>
-const wire::NotifyDesc* notify_of(Synchronizer* s, wire::NotifyDesc& tmp) {
-  if constexpr (N == Notify::Executed) {
-    if (s == nullptr) fail("invoke: Notify::Executed needs a Synchronizer");
-    tmp = s->notify_desc();
-    return &tmp;
-  } else {
-    return nullptr;
-  }
-}
-template <Notify N>
 Synchronizer* transmitted_of(Synchronizer* s) {
   return N == Notify::Transmitted ? s : nullptr;
 }
@@ -44,24 +34,71 @@ size_t capture_len() {
   return std::is_empty_v<F> ? 0 : sizeof(F);
 }
 
-template <typename Tag, typename F>
-FrameSpec frame_for(const F& f, wire::Kind kind, const wire::NotifyDesc* nd) {
+// The frame of one call form, the same whichever way it travels (Messenger, Aggregator, SEND).
+// It points at f's bytes: f must outlive the FrameSpec (the callers' by-value parameter does).
+template <Notify N, typename Tag, typename F>
+FrameSpec spec(const F& f, wire::Kind kind, Synchronizer* sync) {
   check_capture<F>();
   FrameSpec s;
   s.fid = auto_id<Tag, F>();
   s.kind = kind;
-  s.notify = nd;
   s.captures = &f;
   s.capture_len = capture_len<F>();
+  if constexpr (N == Notify::Executed) {
+    if (sync == nullptr) fail("invoke: Notify::Executed needs a Synchronizer");
+    s.set_notify(sync->notify_desc());
+  }
+  return s;
+}
+template <Notify N, typename F>
+FrameSpec call_spec(const F& f, Synchronizer* sync) {
+  return spec<N, CallEntry<F>>(f, wire::Kind::Call, sync);
+}
+template <Notify N, typename F>
+FrameSpec buffer_spec(const F& f, std::span<const std::byte> buffer, Synchronizer* sync) {
+  FrameSpec s = spec<N, BufferEntry<F, wire::Kind::Buffer>>(f, wire::Kind::Buffer, sync);
+  s.set_desc(wire::BufferDesc{buffer.size()});
+  s.buffer = buffer.data();
+  s.buffer_len = buffer.size();
+  return s;
+}
+template <Notify N, typename F>
+FrameSpec written_spec(const F& f, uint64_t dest_addr, uint64_t len, Synchronizer* sync) {
+  FrameSpec s = spec<N, BufferEntry<F, wire::Kind::Written>>(f, wire::Kind::Written, sync);
+  s.set_desc(wire::WrittenDesc{dest_addr, len});
+  return s;
+}
+template <Notify N, typename F>
+FrameSpec read_spec(const F& f, const memory::RDMAMemory& orig, Synchronizer* sync) {
+  FrameSpec s = spec<N, BufferEntry<F, wire::Kind::Read>>(f, wire::Kind::Read, sync);
+  s.set_desc(wire::ReadDesc{orig.address(), orig.rkey, 0, orig.size});
+  return s;
+}
+template <Notify N, typename F>
+FrameSpec return_spec(const F& f, ReturnSlot<std::invoke_result_t<F&>>& slot, Synchronizer* sync) {
+  FrameSpec s = spec<N, ReturnEntry<F>>(f, wire::Kind::Return, sync);
+  s.set_desc(slot.arm());
   return s;
 }
 
+// One-sided: through this thread's Messenger to dest, in write mode.
+template <Notify N, OnFull P>
+bool post(Thread dest, const FrameSpec& s, Synchronizer* sync) {
+  return Invoker::current().messengers().to(dest).call(s, P, 0, transmitted_of<N>(sync));
+}
 // Send-based transport: [thread][frame] through the service thread of dest's process.
 void send_frame(Thread dest, const FrameSpec& f);
+template <Notify N>
+void send(Thread dest, const FrameSpec& s, Synchronizer* sync) {
+  send_frame(dest, s);
+  if (Synchronizer* t = transmitted_of<N>(sync)) t->transmitted();
+}
 // Writes orig into dest_buffer ahead of the call (same queue pair, so placed before it).
 uint64_t write_ahead(Thread dest, const memory::RDMAMemory& orig, const RemoteMemoryLocator& dest_buffer, bool signaled);
 void wait_written(Thread dest, uint64_t tag);
-std::vector<uint8_t> broadcast_frame(const FrameSpec& inner, Thread* root);
+// Wraps `inner` into a broadcast frame rooted at this thread and sends it to this thread, which
+// forwards it down the tree and runs it like every other thread.
+void broadcast(const FrameSpec& inner, Synchronizer* transmitted);
 
 }  // namespace detail
 
@@ -69,9 +106,7 @@ std::vector<uint8_t> broadcast_frame(const FrameSpec& inner, Thread* root);
 
 template <Notify N = Notify::Transmitted, OnFull P = OnFull::Retry, typename F>
 bool call(Thread dest, F f, Synchronizer* sync = nullptr) {
-  wire::NotifyDesc nd;
-  FrameSpec s = detail::frame_for<detail::CallEntry<F>, F>(f, wire::Kind::Call, detail::notify_of<N>(sync, nd));
-  return Invoker::current().messengers().to(dest).call(s, P, 0, detail::transmitted_of<N>(sync));
+  return detail::post<N, P>(dest, detail::call_spec<N>(f, sync), sync);
 }
 template <Notify N = Notify::Transmitted, OnFull P = OnFull::Retry, typename F>
 bool call(Thread dest, F f, Synchronizer& sync) {
@@ -80,15 +115,7 @@ bool call(Thread dest, F f, Synchronizer& sync) {
 
 template <Notify N = Notify::Transmitted, OnFull P = OnFull::Retry, typename F>
 bool call_buffer(Thread dest, F f, std::span<const std::byte> buffer, Synchronizer* sync = nullptr) {
-  wire::NotifyDesc nd;
-  FrameSpec s = detail::frame_for<detail::BufferEntry<F, wire::Kind::Buffer>, F>(f, wire::Kind::Buffer,
-                                                                                 detail::notify_of<N>(sync, nd));
-  wire::BufferDesc d{buffer.size()};
-  s.desc = &d;
-  s.desc_len = sizeof d;
-  s.buffer = buffer.data();
-  s.buffer_len = buffer.size();
-  return Invoker::current().messengers().to(dest).call(s, P, 0, detail::transmitted_of<N>(sync));
+  return detail::post<N, P>(dest, detail::buffer_spec<N>(f, buffer, sync), sync);
 }
 
 // orig (registered, this process) is RDMA-written into dest_buffer (registered, dest's process);
@@ -96,14 +123,9 @@ bool call_buffer(Thread dest, F f, std::span<const std::byte> buffer, Synchroniz
 template <Notify N = Notify::Transmitted, OnFull P = OnFull::Retry, typename F>
 bool call_buffer(Thread dest, F f, const memory::RDMAMemory& orig, const RemoteMemoryLocator& dest_buffer,
                  Synchronizer* sync = nullptr) {
-  wire::NotifyDesc nd;
-  FrameSpec s = detail::frame_for<detail::BufferEntry<F, wire::Kind::Written>, F>(f, wire::Kind::Written,
-                                                                                  detail::notify_of<N>(sync, nd));
+  FrameSpec s = detail::written_spec<N>(f, dest_buffer.addr, orig.size, sync);
   const bool wait_source = N == Notify::Transmitted && sync != nullptr;
   uint64_t tag = detail::write_ahead(dest, orig, dest_buffer, wait_source);
-  wire::WrittenDesc d{dest_buffer.addr, orig.size};
-  s.desc = &d;
-  s.desc_len = sizeof d;
   bool ok = Invoker::current().messengers().to(dest).call(s, P, 0, nullptr);
   if (ok && wait_source) {
     detail::wait_written(dest, tag);
@@ -116,71 +138,40 @@ bool call_buffer(Thread dest, F f, const memory::RDMAMemory& orig, const RemoteM
 // ran: use Notify::Executed and wait on sync before reusing it.
 template <Notify N = Notify::Executed, OnFull P = OnFull::Retry, typename F>
 bool call_buffer(Thread dest, F f, const memory::RDMAMemory& orig, Synchronizer* sync) {
-  wire::NotifyDesc nd;
-  FrameSpec s = detail::frame_for<detail::BufferEntry<F, wire::Kind::Read>, F>(f, wire::Kind::Read,
-                                                                               detail::notify_of<N>(sync, nd));
-  wire::ReadDesc d{orig.address(), orig.rkey, 0, orig.size};
-  s.desc = &d;
-  s.desc_len = sizeof d;
-  return Invoker::current().messengers().to(dest).call(s, P, 0, detail::transmitted_of<N>(sync));
+  return detail::post<N, P>(dest, detail::read_spec<N>(f, orig, sync), sync);
 }
 
 template <Notify N = Notify::Transmitted, OnFull P = OnFull::Retry, typename F>
 bool call_return(Thread dest, F f, ReturnSlot<std::invoke_result_t<F&>>& slot, Synchronizer* sync = nullptr) {
-  wire::NotifyDesc nd;
-  FrameSpec s = detail::frame_for<detail::ReturnEntry<F>, F>(f, wire::Kind::Return, detail::notify_of<N>(sync, nd));
-  wire::ReturnDesc d = slot.arm();
-  s.desc = &d;
-  s.desc_len = sizeof d;
-  return Invoker::current().messengers().to(dest).call(s, P, 0, detail::transmitted_of<N>(sync));
+  return detail::post<N, P>(dest, detail::return_spec<N>(f, slot, sync), sync);
 }
 
 // Explicitly registered functions (register_function): the argument bytes travel with the call.
 template <Notify N = Notify::Transmitted, OnFull P = OnFull::Retry>
 bool call_named(Thread dest, uint32_t id, std::span<const std::byte> args, Synchronizer* sync = nullptr) {
-  wire::NotifyDesc nd;
   FrameSpec s;
   s.fid = id;
   s.kind = wire::Kind::Named;
-  s.notify = detail::notify_of<N>(sync, nd);
-  wire::NamedDesc d{args.size()};
-  s.desc = &d;
-  s.desc_len = sizeof d;
+  if constexpr (N == Notify::Executed) {
+    if (sync == nullptr) fail("invoke: Notify::Executed needs a Synchronizer");
+    s.set_notify(sync->notify_desc());
+  }
+  s.set_desc(wire::NamedDesc{args.size()});
   s.buffer = args.data();
   s.buffer_len = args.size();
-  return Invoker::current().messengers().to(dest).call(s, P, 0, detail::transmitted_of<N>(sync));
+  return detail::post<N, P>(dest, s, sync);
 }
 
 // Every thread of every process runs f once. Executed: sync counts total_threads() runs.
 // Transmitted: decremented once, when the call left this thread.
 template <Notify N = Notify::Transmitted, typename F>
 void broadcast(F f, Synchronizer* sync = nullptr) {
-  wire::NotifyDesc nd;
-  FrameSpec inner = detail::frame_for<detail::CallEntry<F>, F>(f, wire::Kind::Call, detail::notify_of<N>(sync, nd));
-  Thread root;
-  std::vector<uint8_t> frame = detail::broadcast_frame(inner, &root);
-  FrameSpec s;
-  s.raw = frame.data();
-  s.raw_len = frame.size();
-  Invoker::current().messengers().to(root).call(s, OnFull::Retry, 0, detail::transmitted_of<N>(sync));
+  detail::broadcast(detail::call_spec<N>(f, sync), detail::transmitted_of<N>(sync));
 }
 
 template <Notify N = Notify::Transmitted, typename F>
 void broadcast_buffer(F f, std::span<const std::byte> buffer, Synchronizer* sync = nullptr) {
-  wire::NotifyDesc nd;
-  FrameSpec inner = detail::frame_for<detail::BufferEntry<F, wire::Kind::Buffer>, F>(f, wire::Kind::Buffer,
-                                                                                     detail::notify_of<N>(sync, nd));
-  wire::BufferDesc d{buffer.size()};
-  inner.desc = &d;
-  inner.desc_len = sizeof d;
-  inner.buffer = buffer.data();
-  inner.buffer_len = buffer.size();
-  Thread root;
-  std::vector<uint8_t> frame = detail::broadcast_frame(inner, &root);
-  FrameSpec s;
-  s.raw = frame.data();
-  s.raw_len = frame.size();
-  Invoker::current().messengers().to(root).call(s, OnFull::Retry, 0, detail::transmitted_of<N>(sync));
+  detail::broadcast(detail::buffer_spec<N>(f, buffer, sync), detail::transmitted_of<N>(sync));
 }
 
 // Runs the calls addressed to this thread; returns how many ran.
@@ -193,62 +184,30 @@ namespace send {
 
 template <Notify N = Notify::Transmitted, typename F>
 void call(Thread dest, F f, Synchronizer* sync = nullptr) {
-  wire::NotifyDesc nd;
-  FrameSpec s = detail::frame_for<detail::CallEntry<F>, F>(f, wire::Kind::Call, detail::notify_of<N>(sync, nd));
-  detail::send_frame(dest, s);
-  if (auto* t = detail::transmitted_of<N>(sync)) t->transmitted();
+  detail::send<N>(dest, detail::call_spec<N>(f, sync), sync);
 }
 
 template <Notify N = Notify::Transmitted, typename F>
 void call_buffer(Thread dest, F f, std::span<const std::byte> buffer, Synchronizer* sync = nullptr) {
-  wire::NotifyDesc nd;
-  FrameSpec s = detail::frame_for<detail::BufferEntry<F, wire::Kind::Buffer>, F>(f, wire::Kind::Buffer,
-                                                                                 detail::notify_of<N>(sync, nd));
-  wire::BufferDesc d{buffer.size()};
-  s.desc = &d;
-  s.desc_len = sizeof d;
-  s.buffer = buffer.data();
-  s.buffer_len = buffer.size();
-  detail::send_frame(dest, s);
-  if (auto* t = detail::transmitted_of<N>(sync)) t->transmitted();
+  detail::send<N>(dest, detail::buffer_spec<N>(f, buffer, sync), sync);
 }
 
 template <Notify N = Notify::Transmitted, typename F>
 void call_buffer(Thread dest, F f, const memory::RDMAMemory& orig, const RemoteMemoryLocator& dest_buffer,
                  Synchronizer* sync = nullptr) {
-  wire::NotifyDesc nd;
-  FrameSpec s = detail::frame_for<detail::BufferEntry<F, wire::Kind::Written>, F>(f, wire::Kind::Written,
-                                                                                  detail::notify_of<N>(sync, nd));
   // The SEND travels on another queue pair: the WRITE must have completed before it goes.
   detail::wait_written(dest, detail::write_ahead(dest, orig, dest_buffer, true));
-  wire::WrittenDesc d{dest_buffer.addr, orig.size};
-  s.desc = &d;
-  s.desc_len = sizeof d;
-  detail::send_frame(dest, s);
-  if (auto* t = detail::transmitted_of<N>(sync)) t->transmitted();
+  detail::send<N>(dest, detail::written_spec<N>(f, dest_buffer.addr, orig.size, sync), sync);
 }
 
 template <Notify N = Notify::Executed, typename F>
 void call_buffer(Thread dest, F f, const memory::RDMAMemory& orig, Synchronizer* sync) {
-  wire::NotifyDesc nd;
-  FrameSpec s = detail::frame_for<detail::BufferEntry<F, wire::Kind::Read>, F>(f, wire::Kind::Read,
-                                                                               detail::notify_of<N>(sync, nd));
-  wire::ReadDesc d{orig.address(), orig.rkey, 0, orig.size};
-  s.desc = &d;
-  s.desc_len = sizeof d;
-  detail::send_frame(dest, s);
-  if (auto* t = detail::transmitted_of<N>(sync)) t->transmitted();
+  detail::send<N>(dest, detail::read_spec<N>(f, orig, sync), sync);
 }
 
 template <Notify N = Notify::Transmitted, typename F>
 void call_return(Thread dest, F f, ReturnSlot<std::invoke_result_t<F&>>& slot, Synchronizer* sync = nullptr) {
-  wire::NotifyDesc nd;
-  FrameSpec s = detail::frame_for<detail::ReturnEntry<F>, F>(f, wire::Kind::Return, detail::notify_of<N>(sync, nd));
-  wire::ReturnDesc d = slot.arm();
-  s.desc = &d;
-  s.desc_len = sizeof d;
-  detail::send_frame(dest, s);
-  if (auto* t = detail::transmitted_of<N>(sync)) t->transmitted();
+  detail::send<N>(dest, detail::return_spec<N>(f, slot, sync), sync);
 }
 
 }  // namespace send

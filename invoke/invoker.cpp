@@ -602,7 +602,6 @@ void Inbox::forward_broadcast(const uint8_t* f, size_t len, uint32_t root) {
     Thread dest = inv_.thread_of(static_cast<int>((child + root) % static_cast<uint32_t>(total)));
     // Forwarding never blocks a handler: a full ring queues the copy (still FIFO).
     FrameSpec copy;
-    copy.kind = wire::Kind::Broadcast;
     copy.raw = f;
     copy.raw_len = len;
     inv_.messengers().to(dest).call(copy, OnFull::RetryAsync);

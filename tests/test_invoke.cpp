@@ -406,12 +406,9 @@ TEST(Invoke, BadCallsAreReportedAndSurvived) {
   struct Sink {
     void operator()(std::span<std::byte>) const {}
   };
-  FrameSpec liar = invoke::detail::frame_for<invoke::detail::BufferEntry<Sink, wire::Kind::Buffer>, Sink>(Sink{}, wire::Kind::Buffer, nullptr);
-  wire::BufferDesc d{1u << 20};
-  liar.desc = &d;
-  liar.desc_len = sizeof d;
-  liar.buffer = &v;
-  liar.buffer_len = 8;
+  const Sink sink;
+  FrameSpec liar = invoke::detail::buffer_spec<Notify::Transmitted>(sink, std::as_bytes(std::span(&v, 1)), nullptr);
+  liar.set_desc(wire::BufferDesc{1u << 20});
   ASSERT_TRUE(inv.messengers().to(peer).call(liar, OnFull::Retry));
   // A call of the right kind to the wrong kind of function.
   FrameSpec wrong_kind = truncated;
