@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <span>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -106,6 +108,65 @@ inline void ucx_wait(ucp_worker_h w, void* req) {
   }
   while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(w);
   ucp_request_free(req);
+}
+
+// A UCX context and worker; after ucx_connect, rank 0 has an endpoint to rank 1.
+struct UcxWorker {
+  ucp_context_h ctx = nullptr;
+  ucp_worker_h worker = nullptr;
+  ucp_ep_h ep = nullptr;
+};
+
+inline UcxWorker ucx_init(uint64_t features, ucs_thread_mode_t mode) {
+  UcxWorker u;
+  ucp_params_t p{};
+  p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  p.features = features;
+  p.mt_workers_shared = mode == UCS_THREAD_MODE_MULTI ? 1 : 0;
+  ucp_config_t* cfg;
+  ucx_check(ucp_config_read(nullptr, nullptr, &cfg), "config");
+  ucx_check(ucp_init(&p, cfg, &u.ctx), "init");
+  ucp_config_release(cfg);
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = mode;
+  ucx_check(ucp_worker_create(u.ctx, &wp, &u.worker), "worker");
+  return u;
+}
+
+// Collective: exchanges worker addresses (and `extra` bytes) over the bootstrap; rank 0 creates
+// an endpoint to rank 1 and gets rank 1's extra bytes back.
+inline std::vector<std::byte> ucx_connect(Runtime& rt, UcxWorker& u, std::span<const std::byte> extra = {}) {
+  ucp_address_t* addr;
+  size_t addr_len;
+  ucx_check(ucp_worker_get_address(u.worker, &addr, &addr_len), "get_address");
+  std::vector<std::byte> blob(8 + extra.size() + addr_len);
+  uint64_t el = extra.size();
+  std::memcpy(blob.data(), &el, 8);
+  if (!extra.empty()) std::memcpy(blob.data() + 8, extra.data(), extra.size());
+  std::memcpy(blob.data() + 8 + extra.size(), addr, addr_len);
+  ucp_worker_release_address(u.worker, addr);
+  auto all = rt.bootstrap().allgather(blob);
+  if (rt.rank() != 0) return {};
+  const auto& b = all[1];
+  std::memcpy(&el, b.data(), 8);
+  ucp_ep_params_t ep{};
+  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+  ep.address = reinterpret_cast<const ucp_address_t*>(b.data() + 8 + el);
+  ucx_check(ucp_ep_create(u.worker, &ep, &u.ep), "ep_create");
+  return std::vector<std::byte>(b.begin() + 8, b.begin() + 8 + static_cast<std::ptrdiff_t>(el));
+}
+
+inline void ucx_close(UcxWorker& u) {
+  if (u.ep) {
+    ucp_request_param_t rp{};
+    ucx_wait(u.worker, ucp_ep_close_nbx(u.ep, &rp));
+    u.ep = nullptr;
+  }
+  if (u.worker) ucp_worker_destroy(u.worker);
+  if (u.ctx) ucp_cleanup(u.ctx);
+  u.worker = nullptr;
+  u.ctx = nullptr;
 }
 #endif
 

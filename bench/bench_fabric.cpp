@@ -114,66 +114,39 @@ double run_memcpy(uint8_t* dst, const uint8_t* src, size_t size, size_t count) {
 
 #ifdef LOOM_HAVE_UCX
 struct Ucx {
-  ucp_context_h ctx = nullptr;
-  ucp_worker_h worker = nullptr;
+  UcxWorker w;
   ucp_mem_h memh = nullptr;
-  ucp_ep_h ep = nullptr;
   ucp_rkey_h rkey = nullptr;
   void* region = nullptr;
   uint64_t remote_addr = 0;
   bool ok = false;
 };
 
-
-
 // Collective: both ranks set up; rank 0 gets an endpoint and rkey for rank 1's region.
 Ucx ucx_setup(Runtime& rt, size_t bytes, ucs_thread_mode_t mode) {
   Ucx u;
-  ucp_params_t p{};
-  p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  p.features = UCP_FEATURE_RMA;
-  p.mt_workers_shared = mode == UCS_THREAD_MODE_MULTI ? 1 : 0;
-  ucp_config_t* cfg;
-  ucx_check(ucp_config_read(nullptr, nullptr, &cfg), "config");
-  ucx_check(ucp_init(&p, cfg, &u.ctx), "init");
-  ucp_config_release(cfg);
-  ucp_worker_params_t wp{};
-  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wp.thread_mode = mode;
-  ucx_check(ucp_worker_create(u.ctx, &wp, &u.worker), "worker");
+  u.w = ucx_init(UCP_FEATURE_RMA, mode);
   ucp_mem_map_params_t mp{};
   mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
   mp.length = bytes;
   mp.flags = UCP_MEM_MAP_ALLOCATE;
-  ucx_check(ucp_mem_map(u.ctx, &mp, &u.memh), "mem_map");
+  ucx_check(ucp_mem_map(u.w.ctx, &mp, &u.memh), "mem_map");
   ucp_mem_attr_t ma{};
   ma.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
   ucp_mem_query(u.memh, &ma);
   u.region = ma.address;
   void* rkey_buf;
   size_t rkey_len;
-  ucx_check(ucp_rkey_pack(u.ctx, u.memh, &rkey_buf, &rkey_len), "rkey_pack");
-  ucp_address_t* addr;
-  size_t addr_len;
-  ucx_check(ucp_worker_get_address(u.worker, &addr, &addr_len), "get_address");
-  std::vector<std::byte> blob(16 + rkey_len + addr_len);
-  uint64_t a = reinterpret_cast<uint64_t>(u.region), rl = rkey_len;
-  std::memcpy(blob.data(), &a, 8);
-  std::memcpy(blob.data() + 8, &rl, 8);
-  std::memcpy(blob.data() + 16, rkey_buf, rkey_len);
-  std::memcpy(blob.data() + 16 + rkey_len, addr, addr_len);
+  ucx_check(ucp_rkey_pack(u.w.ctx, u.memh, &rkey_buf, &rkey_len), "rkey_pack");
+  std::vector<std::byte> extra(8 + rkey_len);
+  uint64_t a = reinterpret_cast<uint64_t>(u.region);
+  std::memcpy(extra.data(), &a, 8);
+  std::memcpy(extra.data() + 8, rkey_buf, rkey_len);
   ucp_rkey_buffer_release(rkey_buf);
-  ucp_worker_release_address(u.worker, addr);
-  auto all = rt.bootstrap().allgather(blob);
+  auto theirs = ucx_connect(rt, u.w, extra);
   if (rt.rank() == 0) {
-    const auto& b = all[1];
-    std::memcpy(&u.remote_addr, b.data(), 8);
-    std::memcpy(&rl, b.data() + 8, 8);
-    ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    ep.address = reinterpret_cast<const ucp_address_t*>(b.data() + 16 + rl);
-    ucx_check(ucp_ep_create(u.worker, &ep, &u.ep), "ep_create");
-    ucx_check(ucp_ep_rkey_unpack(u.ep, b.data() + 16, &u.rkey), "rkey_unpack");
+    std::memcpy(&u.remote_addr, theirs.data(), 8);
+    ucx_check(ucp_ep_rkey_unpack(u.w.ep, theirs.data() + 8, &u.rkey), "rkey_unpack");
   }
   u.ok = true;
   return u;
@@ -183,22 +156,24 @@ double run_ucx(Ucx& u, const uint8_t* src, size_t size, size_t count) {
   ucp_request_param_t rp{};
   auto t0 = clk::now();
   for (size_t i = 0; i < count; ++i) {
-    void* req = ucp_put_nbx(u.ep, src, size, u.remote_addr + (i * size) % (kRegion - size), u.rkey, &rp);
-    if (req != nullptr) ucx_wait(u.worker, req);
+    void* req = ucp_put_nbx(u.w.ep, src, size, u.remote_addr + (i * size) % (kRegion - size), u.rkey, &rp);
+    if (req != nullptr) ucx_wait(u.w.worker, req);
   }
-  ucx_wait(u.worker, ucp_worker_flush_nbx(u.worker, &rp));
+  ucx_wait(u.w.worker, ucp_worker_flush_nbx(u.w.worker, &rp));
   return seconds_since(t0);
 }
 
 void ucx_teardown(Ucx& u) {
   if (u.rkey) ucp_rkey_destroy(u.rkey);
-  if (u.ep) {
+  UcxWorker w = u.w;
+  u.w.ctx = nullptr;  // the mapping goes before the context
+  if (w.ep) {
     ucp_request_param_t rp{};
-    ucx_wait(u.worker, ucp_ep_close_nbx(u.ep, &rp));
+    ucx_wait(w.worker, ucp_ep_close_nbx(w.ep, &rp));
+    w.ep = nullptr;
   }
-  if (u.memh) ucp_mem_unmap(u.ctx, u.memh);
-  if (u.worker) ucp_worker_destroy(u.worker);
-  if (u.ctx) ucp_cleanup(u.ctx);
+  if (u.memh) ucp_mem_unmap(w.ctx, u.memh);
+  ucx_close(w);
 }
 #endif
 

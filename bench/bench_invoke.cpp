@@ -133,11 +133,6 @@ double call_return_rtt_us(Invoker& inv, int rounds) {
 
 #ifdef LOOM_HAVE_UCX
 // UCX active messages over shared memory: ucp_am_send_nbx from rank 0, a callback at rank 1.
-struct UcxAm {
-  ucp_context_h ctx = nullptr;
-  ucp_worker_h worker = nullptr;
-  ucp_ep_h ep = nullptr;
-};
 std::atomic<uint64_t> g_am{0};
 ucs_status_t am_cb(void*, const void*, size_t, void* data, size_t len, const ucp_am_recv_param_t*) {
   const auto* b = static_cast<const uint8_t*>(data);
@@ -146,61 +141,36 @@ ucs_status_t am_cb(void*, const void*, size_t, void* data, size_t len, const ucp
 }
 
 double run_ucx_am(Runtime& rt, size_t size, uint64_t count) {
-  UcxAm u;
-  ucp_params_t p{};
-  p.field_mask = UCP_PARAM_FIELD_FEATURES;
-  p.features = UCP_FEATURE_AM;
-  ucp_config_t* cfg;
-  ucx_check(ucp_config_read(nullptr, nullptr, &cfg), "config");
-  ucx_check(ucp_init(&p, cfg, &u.ctx), "init");
-  ucp_config_release(cfg);
-  ucp_worker_params_t wp{};
-  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
-  ucx_check(ucp_worker_create(u.ctx, &wp, &u.worker), "worker");
+  UcxWorker u = ucx_init(UCP_FEATURE_AM, UCS_THREAD_MODE_SINGLE);
   ucp_am_handler_param_t hp{};
   hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB;
   hp.id = 1;
   hp.cb = am_cb;
   ucx_check(ucp_worker_set_am_recv_handler(u.worker, &hp), "am handler");
-  ucp_address_t* addr;
-  size_t addr_len;
-  ucx_check(ucp_worker_get_address(u.worker, &addr, &addr_len), "get_address");
-  auto all = rt.bootstrap().allgather(std::span(reinterpret_cast<const std::byte*>(addr), addr_len));
-  ucp_worker_release_address(u.worker, addr);
-  if (rt.rank() == 0) {
-    ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    ep.address = reinterpret_cast<const ucp_address_t*>(all[1].data());
-    ucx_check(ucp_ep_create(u.worker, &ep, &u.ep), "ep_create");
-  }
+  ucx_connect(rt, u);
   g_am = 0;
   rt.barrier();
-  double rate = 0;
   std::vector<uint8_t> payload(size, 0);
+  // End to end, like the Loom variants: from rank 0's first send until rank 1 ran the last
+  // callback (steady_clock is the host's monotonic clock, common to both processes).
+  double stamp = 0;
   if (rt.rank() == 0) {
     ucp_request_param_t rp{};
-    auto t0 = clk::now();
-    for (uint64_t i = 0; i < count; ++i) {
-      void* req = ucp_am_send_nbx(u.ep, 1, nullptr, 0, payload.data(), size, &rp);
-      ucx_wait(u.worker, req);
-    }
+    stamp = std::chrono::duration<double>(clk::now().time_since_epoch()).count();
+    for (uint64_t i = 0; i < count; ++i) ucx_wait(u.worker, ucp_am_send_nbx(u.ep, 1, nullptr, 0, payload.data(), size, &rp));
     ucx_wait(u.worker, ucp_worker_flush_nbx(u.worker, &rp));
-    rate = static_cast<double>(count) / seconds_since(t0);
-    // The rate counts only once rank 1 has run every callback: wait for its word.
   } else if (rt.rank() == 1) {
     while (g_am.load(std::memory_order_relaxed) < count) ucp_worker_progress(u.worker);
+    stamp = std::chrono::duration<double>(clk::now().time_since_epoch()).count();
   }
-  // Rank 0's clock stops when its sends are flushed (UCX has delivered them to rank 1's
-  // FIFO); rank 1 then drains. Both finish before anyone tears down.
+  auto stamps = rt.bootstrap().allgather(std::as_bytes(std::span(&stamp, 1)));
+  double t0, t1;
+  std::memcpy(&t0, stamps[0].data(), 8);
+  std::memcpy(&t1, stamps[1].data(), 8);
+  double rate = rt.rank() == 0 ? static_cast<double>(count) / (t1 - t0) : 0;
   rt.barrier();
-  if (u.ep) {
-    ucp_request_param_t rp{};
-    ucx_wait(u.worker, ucp_ep_close_nbx(u.ep, &rp));
-  }
+  ucx_close(u);
   rt.barrier();
-  ucp_worker_destroy(u.worker);
-  ucp_cleanup(u.ctx);
   return rate;
 }
 #endif
