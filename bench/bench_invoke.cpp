@@ -6,6 +6,7 @@
 // Run: loomrun -n 2 bench_invoke [--quick] [--csv FILE]
 #include <array>
 #include <cstring>
+#include <thread>
 
 #include "bench/bench_common.hpp"
 #include "invoke/aggregator.hpp"
@@ -44,6 +45,7 @@ double run_calls(Invoker& inv, Variant v, uint64_t count) {
     if (v == Variant::Write) {
       for (uint64_t i = 0; i < count; ++i) call(dest, w);
       call<Notify::Executed>(dest, w, &done);
+      if (getenv("RX_SPIN")) fprintf(stderr, "sender-only %.1f M/s\n", count / seconds_since(t0) / 1e6);
     } else if (v == Variant::Send) {
       for (uint64_t i = 0; i < count; ++i) send::call(dest, w);
       send::call<Notify::Executed>(dest, w, &done);
@@ -59,7 +61,10 @@ double run_calls(Invoker& inv, Variant v, uint64_t count) {
     done.wait();
     rate = static_cast<double>(count + 1) / seconds_since(t0);
   } else if (rt.rank() == 1) {
-    inv.wait_until([&] { return g_calls.load(std::memory_order_relaxed) >= count + 1; });
+    int spin = getenv("RX_SPIN") ? atoi(getenv("RX_SPIN")) : -1;
+    if (spin == -2) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (spin < 0) inv.wait_until([&] { return g_calls.load(std::memory_order_relaxed) >= count + 1; });
+    else while (g_calls.load(std::memory_order_relaxed) < count + 1) { if (inv.poll() == 0) for (int i = 0; i < spin; ++i) signal::cpu_relax(); }
   }
   rt.barrier();
   return rate;
@@ -179,13 +184,14 @@ double run_ucx_am(Runtime& rt, size_t size, uint64_t count) {
 
 int main(int argc, char** argv) {
   bool quick = false;
-  std::string csv;
+  std::string csv, only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") quick = true;
     else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: loomrun -n 2 bench_invoke [--quick] [--csv FILE]\n");
+      std::fprintf(stderr, "usage: loomrun -n 2 bench_invoke [--quick] [--csv FILE] [--only VARIANT]\n");
       return 2;
     }
   }
@@ -201,6 +207,7 @@ int main(int argc, char** argv) {
   const uint64_t n_send = quick ? 20000 : 200000;
   std::vector<Row> rows;
   const bool leader = rt.rank() == 0;
+  auto want = [&](const char* v) { return only.empty() || only == v; };
   auto add = [&](const char* v, size_t size, double calls_per_s) {
     if (!leader) return;
     rows.push_back({v, size, "calls_per_s", calls_per_s, "calls/s"});
@@ -219,18 +226,18 @@ int main(int argc, char** argv) {
   };
   sizes([&](auto c) {
     constexpr size_t N = decltype(c)::value;
-    add("send", N, best([&] { return run_calls<N>(inv, Variant::Send, n_send); }));
-    add("write", N, best([&] { return run_calls<N>(inv, Variant::Write, n); }));
-    add("trad", N, best([&] { return run_calls<N>(inv, Variant::Trad, n); }));
-    add("ovfl", N, best([&] { return run_calls<N>(inv, Variant::Ovfl, n); }));
-    add("max-raw", N, best([&] { return run_raw(inv, N, n); }));
+    if (want("send")) add("send", N, best([&] { return run_calls<N>(inv, Variant::Send, n_send); }));
+    if (want("write")) add("write", N, best([&] { return run_calls<N>(inv, Variant::Write, n); }));
+    if (want("trad")) add("trad", N, best([&] { return run_calls<N>(inv, Variant::Trad, n); }));
+    if (want("ovfl")) add("ovfl", N, best([&] { return run_calls<N>(inv, Variant::Ovfl, n); }));
+    if (want("max-raw")) add("max-raw", N, best([&] { return run_raw(inv, N, n); }));
 #ifdef LOOM_HAVE_UCX
-    add("ucx-am", N, best([&] { return run_ucx_am(rt, N, n); }));
+    if (want("ucx-am")) add("ucx-am", N, best([&] { return run_ucx_am(rt, N, n); }));
 #endif
   });
-  add("max-raw", 4096, best([&] { return run_raw(inv, 4096, n / 8); }));
-  double rtt = call_return_rtt_us(inv, quick ? 20000 : 100000);
-  double pp = pingpong_rtt_us(rt, quick ? 20000 : 100000);
+  if (want("max-raw")) add("max-raw", 4096, best([&] { return run_raw(inv, 4096, n / 8); }));
+  double rtt = want("call_return") ? call_return_rtt_us(inv, quick ? 20000 : 100000) : 0;
+  double pp = want("pingpong") || want("call_return") ? pingpong_rtt_us(rt, quick ? 20000 : 100000) : 0;
   if (leader) {
     rows.push_back({"call_return", 8, "rtt_us", rtt, "us"});
     rows.push_back({"pingpong", 64, "rtt_us", pp, "us"});

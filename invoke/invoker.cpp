@@ -68,6 +68,7 @@ Config Config::from_env() {
   c.chunks_per_request = static_cast<uint32_t>(env::get_int("LOOM_INVOKE_CHUNKS", c.chunks_per_request));
   c.max_chunks = static_cast<uint32_t>(env::get_int("LOOM_INVOKE_MAX_CHUNKS", c.max_chunks));
   c.helpers = static_cast<uint32_t>(env::get_int("LOOM_INVOKE_HELPERS", c.helpers));
+  c.direct = env::get_int("LOOM_INVOKE_DIRECT", 1) != 0;
   return c;
 }
 
@@ -107,6 +108,12 @@ bool ReturnSlotBase::ready() const { return signal::test_notified(mem_.bytes(), 
 
 void ReturnSlotBase::wait() const {
   if (stamp_ == 0) fail("ReturnSlot: waited for a result without a call_return into it");
+  // A result usually comes back within a round trip: watch the flag alone for that long (as a
+  // ping-pong does) before the full progress loop, which also runs this thread's calls.
+  for (int i = 0; i < 256; ++i) {
+    if (ready()) return;
+    signal::cpu_relax();
+  }
   Invoker::current().wait_until([this] { return ready(); });
 }
 
@@ -154,7 +161,9 @@ std::vector<Messenger::Slot> Messenger::allocate_chunks(uint32_t count, bool fir
   for (uint32_t i = 0; i < count; ++i) {
     ChunkReply r;
     std::memcpy(&r, reply.data() + i * sizeof r, sizeof r);
-    out.push_back(Slot{r.addr, r.rkey, 0});
+    uint8_t* direct = inv_.config().direct ? tx_.qp().remote_pointer(r.addr, r.rkey, chunk_size_, fabric::kRemoteWrite)
+                                           : nullptr;
+    out.push_back(Slot{r.addr, r.rkey, 0, direct});
   }
   return out;
 }
@@ -199,6 +208,13 @@ bool Messenger::rotate(size_t need) {
   // Close the current chunk: the rotation marker tells the receiver where we went on and how
   // many new chunks to take into its ring right after this one, keeping both rings symmetric.
   uint64_t word = wire::rotation_word(g_, inserted);
+  if (uint8_t* d = ring_[cur_].direct) {
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(d + wire::kProducerOffset)).store(word, std::memory_order_release);
+    ring_[cur_].closed_at = g_;
+    cur_ = next;
+    pos_ = wire::kChunkHeader;
+    return true;
+  }
   fabric::SendWr wr;
   wr.opcode = fabric::Opcode::Write;
   wr.inline_data = true;
@@ -219,6 +235,13 @@ bool Messenger::open_record(size_t n, size_t flush_at) {
   if (pos_ + need > chunk_size_ && !rotate(need)) return false;
   size_t room = chunk_size_ - pos_;
   size_t cap = flush_at == 0 ? need : std::min(room, std::max(need, flush_at));
+  if (uint8_t* d = ring_[cur_].direct) {
+    rec_ = d + pos_;
+    used_ = 8;
+    cap_ = cap;
+    open_ = true;
+    return true;
+  }
   auto s = staging_.allocate(cap, 64);
   if (!s) {
     // Every staging unit is still in flight: wait for the fabric (never for the receiver).
@@ -227,6 +250,7 @@ bool Messenger::open_record(size_t n, size_t flush_at) {
     if (!s) fail("Messenger: no staging memory for a record of ", cap, " bytes");
   }
   seg_ = *s;
+  rec_ = seg_.mem.bytes();
   used_ = 8;
   cap_ = cap;
   open_ = true;
@@ -235,24 +259,28 @@ bool Messenger::open_record(size_t n, size_t flush_at) {
 
 uint8_t* Messenger::reserve(size_t n, size_t flush_at) {
   if (open_) {
-    if (used_ + n + 8 <= cap_) return seg_.mem.bytes() + used_;
+    if (used_ + n + 8 <= cap_) return rec_ + used_;
     flush();
   }
   if (!open_record(n, flush_at)) return nullptr;
-  return seg_.mem.bytes() + used_;
+  return rec_ + used_;
 }
 
 void Messenger::flush() {
   if (!open_) return;
   open_ = false;
   size_t len = used_ + 8;
-  uint8_t* b = seg_.mem.bytes();
   uint64_t w = wire::record_word(g_, len);
-  std::memcpy(b, &w, 8);
-  std::memcpy(b + used_, &w, 8);
-  uint64_t tag = 0;
-  post_write(seg_.mem, len, ring_[cur_].addr + pos_, ring_[cur_].rkey, &tag);
-  staging_.tag(seg_, tx_, tag);
+  std::memcpy(rec_, &w, 8);
+  if (ring_[cur_].direct) {
+    // In place: the tail, stored last with release, publishes the record.
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(rec_ + used_)).store(w, std::memory_order_release);
+  } else {
+    std::memcpy(rec_ + used_, &w, 8);
+    uint64_t tag = 0;
+    post_write(seg_.mem, len, ring_[cur_].addr + pos_, ring_[cur_].rkey, &tag);
+    staging_.tag(seg_, tx_, tag);
+  }
   pos_ += len;
   g_ += len;
   ++records_;
@@ -315,10 +343,16 @@ bool Messenger::send_record(const memory::RDMAMemory& rec, size_t len) {
   if (pos_ + len > chunk_size_ && !rotate(len)) return false;
   uint64_t w = wire::record_word(g_, len);
   std::memcpy(rec.bytes(), &w, 8);
-  std::memcpy(rec.bytes() + len - 8, &w, 8);
-  uint64_t tag = 0;
-  post_write(rec, len, ring_[cur_].addr + pos_, ring_[cur_].rkey, &tag);
-  retired_.emplace_back(tag, rec);
+  if (uint8_t* d = ring_[cur_].direct) {
+    std::memcpy(d + pos_, rec.bytes(), len - 8);
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(d + pos_ + len - 8)).store(w, std::memory_order_release);
+    inv_.heap().free(rec.addr);
+  } else {
+    std::memcpy(rec.bytes() + len - 8, &w, 8);
+    uint64_t tag = 0;
+    post_write(rec, len, ring_[cur_].addr + pos_, ring_[cur_].rkey, &tag);
+    retired_.emplace_back(tag, rec);
+  }
   pos_ += len;
   g_ += len;
   ++records_;
@@ -566,6 +600,15 @@ void Inbox::write_return(int src_rank, const wire::ReturnDesc& d, const void* va
   wr.remote_addr = d.addr;
   wr.rkey = d.rkey;
   auto& tx = inv_.tx(src_rank);
+  if (inv_.config().direct) {
+    if (uint8_t* p = tx.qp().remote_pointer(d.addr, d.rkey, total, fabric::kRemoteWrite)) {
+      // The caller's slot is mapped here: the value, then the stamp with release.
+      std::memcpy(p, value, size);
+      std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p + signal::NotifiedLayout::flag_offset(size)))
+          .store(d.stamp, std::memory_order_release);
+      return;
+    }
+  }
   if (total <= kInlineLimit) {
     uint8_t buf[kInlineLimit] = {};
     signal::stage_notified(buf, size, value, size, d.stamp);

@@ -54,7 +54,12 @@ struct Config {
   uint32_t max_chunks = 16;               // per Messenger
   uint32_t helpers = 0;                   // process-level helper threads
   uint32_t send_queue_depth = 256;
-  // Reads LOOM_INVOKE_CHUNK_SIZE, LOOM_INVOKE_CHUNKS, LOOM_INVOKE_MAX_CHUNKS, LOOM_INVOKE_HELPERS.
+  // Where the provider can map the receiver's chunks (shm; QueuePair::remote_pointer), calls
+  // are serialized straight into them and published with a release store of the record's
+  // tail, instead of staged and sent with RDMA WRITE. Off: every provider takes the WRITE path.
+  bool direct = true;
+  // Reads LOOM_INVOKE_CHUNK_SIZE, LOOM_INVOKE_CHUNKS, LOOM_INVOKE_MAX_CHUNKS, LOOM_INVOKE_HELPERS,
+  // LOOM_INVOKE_DIRECT.
   static Config from_env();
 };
 
@@ -226,6 +231,7 @@ class Messenger {
     uint64_t addr;
     uint32_t rkey;
     uint64_t closed_at;  // global offset at which this chunk was last closed (0: never)
+    uint8_t* direct;     // the chunk mapped here (Config::direct), or nullptr: RDMA WRITE
   };
   bool setup();
   bool chunk_free(size_t j) const { return ring_[j].closed_at <= consumed(); }
@@ -248,8 +254,10 @@ class Messenger {
   memory::RDMAMemory control_;      // the receiver pushes its consumed offset here
   memory::LinearCircularAllocator staging_;
 
-  // The open record: frames are serialized directly into it.
+  // The open record: frames are serialized directly into it — in the receiver's chunk when it
+  // is mapped here, else in registered staging memory that one WRITE sends.
   bool open_ = false;
+  uint8_t* rec_ = nullptr;
   memory::LinearCircularAllocator::Segment seg_;
   size_t used_ = 0;
   size_t cap_ = 0;

@@ -154,6 +154,16 @@ class QueuePair {
   // Whether inline data saves work (a NIC skips the DMA read of the source); false for shm,
   // where it is one more copy.
   virtual bool inline_helps() const { return false; }
+  // Optional (the counterpart of UCX's ucp_rkey_ptr): a pointer in this process through which
+  // [remote_addr, remote_addr+len) of the peer's memory registered under rkey can be accessed
+  // directly, after the same key, bounds and access checks a one-sided request makes; nullptr
+  // where the transport cannot map peer memory (verbs) or the checks fail. Stores through it are
+  // plain CPU stores: the caller orders them (a release store of a trailing flag) itself. Valid
+  // while the registration lives.
+  virtual uint8_t* remote_pointer(uint64_t remote_addr, uint32_t rkey, uint64_t len, uint32_t access) {
+    (void)remote_addr, (void)rkey, (void)len, (void)access;
+    return nullptr;
+  }
 };
 
 struct ProviderContext {

@@ -305,6 +305,11 @@ class ShmQp : public QueuePair {
   uint32_t qp_num() const override { return qpn_; }
   int peer_rank() const override { return peer_; }
   const QpCaps& caps() const override { return caps_; }
+  uint8_t* remote_pointer(uint64_t remote_addr, uint32_t rkey, uint64_t len, uint32_t access) override {
+    if (state() != QpState::Ready) return nullptr;
+    Status why;
+    return resolve(peer_, rkey, remote_addr, len, access, &why);
+  }
 
   void retire(uint64_t seq) {
     uint64_t cur = retired_.load(std::memory_order_relaxed);
