@@ -6,7 +6,6 @@
 // Run: loomrun -n 2 bench_invoke [--quick] [--csv FILE]
 #include <array>
 #include <cstring>
-#include <thread>
 
 #include "bench/bench_common.hpp"
 #include "invoke/aggregator.hpp"
@@ -45,7 +44,6 @@ double run_calls(Invoker& inv, Variant v, uint64_t count) {
     if (v == Variant::Write) {
       for (uint64_t i = 0; i < count; ++i) call(dest, w);
       call<Notify::Executed>(dest, w, &done);
-      if (getenv("RX_SPIN")) fprintf(stderr, "sender-only %.1f M/s\n", count / seconds_since(t0) / 1e6);
     } else if (v == Variant::Send) {
       for (uint64_t i = 0; i < count; ++i) send::call(dest, w);
       send::call<Notify::Executed>(dest, w, &done);
@@ -61,10 +59,7 @@ double run_calls(Invoker& inv, Variant v, uint64_t count) {
     done.wait();
     rate = static_cast<double>(count + 1) / seconds_since(t0);
   } else if (rt.rank() == 1) {
-    int spin = getenv("RX_SPIN") ? atoi(getenv("RX_SPIN")) : -1;
-    if (spin == -2) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    if (spin < 0) inv.wait_until([&] { return g_calls.load(std::memory_order_relaxed) >= count + 1; });
-    else while (g_calls.load(std::memory_order_relaxed) < count + 1) { if (inv.poll() == 0) for (int i = 0; i < spin; ++i) signal::cpu_relax(); }
+    inv.wait_until([&] { return g_calls.load(std::memory_order_relaxed) >= count + 1; });
   }
   rt.barrier();
   return rate;

@@ -27,11 +27,15 @@ bool Aggregator::submit(Thread dest, const FrameSpec& s, Synchronizer* transmitt
   // The Messenger cannot make progress: keep the call, serialized as a whole record in
   // registered memory, to be sent in place later.
   size_t n = s.bytes();
-  size_t len = n + wire::kRecordOverhead;
+  size_t len = wire::round_record(n + wire::kRecordOverhead);
   if (n > m.max_frame()) fail("Aggregator: a call of ", n, " bytes exceeds the largest call (", m.max_frame(), ")");
   if (exceeding_ + len > cfg_.overflow_limit) return false;
   memory::RDMAMemory rec = inv_.heap().allocate(len);
   s.fill(rec.bytes() + 8, n);
+  if (len != n + wire::kRecordOverhead) {
+    uint64_t pad = wire::pad_frame_word();
+    std::memcpy(rec.bytes() + 8 + n, &pad, 8);
+  }
   if (q.empty()) touched_.push_back(&m);
   q.push_back(Queued{rec, len, transmitted});
   exceeding_ += len;

@@ -231,10 +231,47 @@ bool Messenger::rotate(size_t need) {
 
 bool Messenger::open_record(size_t n, size_t flush_at) {
   if (ring_.empty() && !setup()) return false;
-  size_t need = n + wire::kRecordOverhead;
+  size_t need = wire::round_record(n + wire::kRecordOverhead);
+  // A call sent on its own that fits a cache line gets a whole line: while the receiver
+  // watches the line being written, every record sharing it costs another transfer of the
+  // line each way (measured: 10 M -> 15 M 8-byte calls/s on 2 processes).
+  min_record_ = 0;
+  if (flush_at == 0 && need < wire::kCacheLine) need = min_record_ = wire::kCacheLine;
   if (pos_ + need > chunk_size_ && !rotate(need)) return false;
+  if (flush_at == 0 && need <= wire::kCacheLine && pos_ % wire::kCacheLine + need > wire::kCacheLine) {
+    // ... and starts on a line boundary (after records of other sizes): the gap takes an
+    // empty record.
+    size_t gap = wire::kCacheLine - pos_ % wire::kCacheLine;
+    if (pos_ + gap + need > chunk_size_) {
+      if (!rotate(need)) return false;
+    } else {
+      uint8_t pad[wire::kCacheLine];
+      for (size_t i = 8; i + 8 < gap; i += 8) {
+        uint64_t f = wire::pad_frame_word();
+        std::memcpy(pad + i, &f, 8);
+      }
+      uint64_t w = wire::record_word(g_, gap);
+      std::memcpy(pad, &w, 8);
+      std::memcpy(pad + gap - 8, &w, 8);
+      if (uint8_t* d = ring_[cur_].direct) {
+        std::memcpy(d + pos_, pad, gap - 8);
+        std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(d + pos_ + gap - 8)).store(w, std::memory_order_release);
+      } else {
+        fabric::SendWr wr;
+        wr.opcode = fabric::Opcode::Write;
+        wr.inline_data = true;
+        wr.local = fabric::Sge{reinterpret_cast<uint64_t>(pad), static_cast<uint32_t>(gap), 0};
+        wr.remote_addr = ring_[cur_].addr + pos_;
+        wr.rkey = ring_[cur_].rkey;
+        signal::Posted p = tx_.post(wr);
+        if (!p.ok()) fail("Messenger: padding a chunk at rank ", dest_.rank, " failed: ", fabric::to_string(p.result));
+      }
+      pos_ += gap;
+      g_ += gap;
+    }
+  }
   size_t room = chunk_size_ - pos_;
-  size_t cap = flush_at == 0 ? need : std::min(room, std::max(need, flush_at));
+  size_t cap = flush_at == 0 ? need : std::min(room, std::max(need, flush_at)) & ~(wire::kRecordGranule - 1);
   if (uint8_t* d = ring_[cur_].direct) {
     rec_ = d + pos_;
     used_ = 8;
@@ -269,6 +306,11 @@ uint8_t* Messenger::reserve(size_t n, size_t flush_at) {
 void Messenger::flush() {
   if (!open_) return;
   open_ = false;
+  while ((used_ + 8) % wire::kRecordGranule != 0 || used_ + 8 < min_record_) {
+    uint64_t f = wire::pad_frame_word();
+    std::memcpy(rec_ + used_, &f, 8);
+    used_ += 8;
+  }
   size_t len = used_ + 8;
   uint64_t w = wire::record_word(g_, len);
   std::memcpy(rec_, &w, 8);
@@ -324,9 +366,13 @@ bool Messenger::call(const FrameSpec& f, OnFull on_full, size_t flush_at, Synchr
 }
 
 bool Messenger::enqueue_async(const FrameSpec& f, size_t n, Synchronizer* transmitted) {
-  size_t len = n + wire::kRecordOverhead;
+  size_t len = wire::round_record(n + wire::kRecordOverhead);
   memory::RDMAMemory rec = inv_.heap().allocate(len);
   f.fill(rec.bytes() + 8, n);
+  if (len != n + wire::kRecordOverhead) {
+    uint64_t pad = wire::pad_frame_word();
+    std::memcpy(rec.bytes() + 8 + n, &pad, 8);
+  }
   {
     std::lock_guard<std::mutex> g(mu_);
     if (!async_pending_.load(std::memory_order_relaxed)) flush();  // our ring state is still ours alone here
@@ -560,19 +606,26 @@ void Inbox::run_record(Channel& c, const uint8_t* rec, size_t len) {
                   " bytes in a record with " + std::to_string(end - p) + " bytes left; rest of the record skipped");
       return;
     }
-    run_frame(p, flen, c.src_rank, false);
+    if (w != wire::pad_frame_word()) run_frame(p, flen, c.src_rank, false);
     p += flen;
   }
 }
 
 bool Inbox::lookup(uint32_t id, const Entry** e) {
+  // Calls come in runs of one function (a loop at the sender): remember the last one.
+  if (id == last_id_ && last_entry_ != nullptr) {
+    *e = last_entry_;
+    return true;
+  }
   auto it = cache_.find(id);
   if (it == cache_.end()) {
     Entry found;
     if (!Registry::instance().lookup(id, &found)) return false;
     it = cache_.emplace(id, std::move(found)).first;
   }
-  *e = &it->second;
+  *e = &it->second;  // unordered_map nodes do not move
+  last_id_ = id;
+  last_entry_ = *e;
   return true;
 }
 
@@ -797,7 +850,7 @@ Invoker& Invoker::current() {
 }
 
 Invoker::Invoker(Runtime& rt, Config cfg)
-    : rt_(rt), cfg_(cfg), threads_(rt.threads_per_process()), serial_(g_invoker_serial.fetch_add(1)) {
+    : rt_(rt), cfg_(cfg), ranks_(rt.size()), threads_(rt.threads_per_process()), serial_(g_invoker_serial.fetch_add(1)) {
   if (cfg_.chunk_size < 4096 || cfg_.chunk_size % 64 != 0 || cfg_.chunk_size > wire::kMaxRecord)
     fail("invoke: chunk size ", cfg_.chunk_size, " must be a multiple of 64 in 4 KiB..", wire::kMaxRecord);
   if (cfg_.max_chunks < 2 || cfg_.max_chunks > 4096) fail("invoke: max_chunks ", cfg_.max_chunks, " must be 2..4096");
@@ -892,10 +945,9 @@ Thread Invoker::self() const {
   return Thread{rt_.rank(), n.thread};
 }
 
-void Invoker::check(Thread t) const {
-  if (t.rank < 0 || t.rank >= rt_.size()) fail("invoke: rank ", t.rank, " is not in 0..", rt_.size() - 1);
-  if (t.index < 0 || t.index >= threads_)
-    fail("invoke: thread ", t.index, " is not in 0..", threads_ - 1, " (threads per process: loomrun --threads)");
+void Invoker::check_failed(Thread t) const {
+  if (t.rank < 0 || t.rank >= ranks_) fail("invoke: rank ", t.rank, " is not in 0..", ranks_ - 1);
+  fail("invoke: thread ", t.index, " is not in 0..", threads_ - 1, " (threads per process: loomrun --threads)");
 }
 
 MessengerGlobal& Invoker::messengers() {

@@ -261,6 +261,7 @@ class Messenger {
   memory::LinearCircularAllocator::Segment seg_;
   size_t used_ = 0;
   size_t cap_ = 0;
+  size_t min_record_ = 0;
   std::vector<Synchronizer*> batch_syncs_;
 
   // RetryAsync queue (records in registered memory, stamped when sent).
@@ -356,6 +357,8 @@ class Inbox {
   uint64_t sends_seen_ = 0;
   memory::RDMAMemory scratch_;  // landing word for notification FETCH_ADDs
   std::unordered_map<uint32_t, Entry> cache_;
+  uint32_t last_id_ = 0;
+  const Entry* last_entry_ = nullptr;
   std::vector<std::unique_ptr<memory::LinearCircularAllocator>> return_staging_;  // per rank
   friend class Invoker;
 };
@@ -373,12 +376,16 @@ class Invoker {
   Runtime& runtime() { return rt_; }
   const Config& config() const { return cfg_; }
   int threads() const { return threads_; }
-  int total_threads() const { return threads_ * rt_.size(); }
+  int total_threads() const { return threads_ * ranks_; }
   int gid(Thread t) const { return t.rank * threads_ + t.index; }
   Thread thread_of(int gid) const { return Thread{gid / threads_, gid % threads_}; }
   // The calling thread as a destination (its Runtime thread index must be < threads()).
   Thread self() const;
-  void check(Thread t) const;
+  void check(Thread t) const {
+    if (static_cast<unsigned>(t.rank) >= static_cast<unsigned>(ranks_) ||
+        static_cast<unsigned>(t.index) >= static_cast<unsigned>(threads_))
+      check_failed(t);
+  }
 
   // Runs the calls addressed to this thread (or to thread `index`, from a helper).
   int poll();
@@ -424,6 +431,7 @@ class Invoker {
   uint32_t send_function() const { return send_fn_; }
 
  private:
+  [[noreturn]] void check_failed(Thread t) const;
   static constexpr uint64_t kStallReport = 5000;  // idle rounds (~5 s of 1 ms sleeps)
   void report_stall();
   void helper_loop(int which);
@@ -431,6 +439,7 @@ class Invoker {
 
   Runtime& rt_;
   Config cfg_;
+  int ranks_;
   int threads_;
   uint64_t serial_;
   std::unique_ptr<Mesh> mesh_;

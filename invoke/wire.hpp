@@ -64,6 +64,7 @@ constexpr bool record_stamp_matches(uint64_t w, uint64_t offset) {
 
 // ---- frames ----
 enum class Kind : uint8_t {
+  Pad = 0,        // no payload: fills a record to a multiple of 16 bytes
   Call = 1,       // payload: captures
   Buffer = 2,     // payload: u64 len, captures (padded), buffer bytes
   Written = 3,    // payload: u64 local addr, u64 len, captures — bytes were RDMA-written before
@@ -82,8 +83,16 @@ constexpr uint64_t frame_word(uint32_t fid, Kind kind, bool notify, size_t len) 
   return (uint64_t{fid} << 32) | (uint64_t{notify} << 31) | (uint64_t{static_cast<uint8_t>(kind) & 0x7fu} << 24) |
          (len >> 3);
 }
+// Records are multiples of 16 bytes, so any gap left before a cache line can hold an empty
+// record (head + tail, pad frames between).
+constexpr size_t kRecordGranule = 16;
+constexpr size_t round_record(size_t n) { return (n + kRecordGranule - 1) & ~(kRecordGranule - 1); }
+constexpr size_t kCacheLine = 64;
+
 constexpr uint32_t frame_fid(uint64_t w) { return static_cast<uint32_t>(w >> 32); }
 constexpr uint8_t frame_kind(uint64_t w) { return static_cast<uint8_t>((w >> 24) & 0x7fu); }
+constexpr uint64_t pad_frame_word() { return (uint64_t{static_cast<uint8_t>(Kind::Pad)} << 24) | 1; }
+
 constexpr bool frame_notify(uint64_t w) { return ((w >> 31) & 1u) != 0; }
 constexpr size_t frame_len(uint64_t w) { return static_cast<size_t>(w & ((uint64_t{1} << kFrameLenBits) - 1)) << 3; }
 
