@@ -177,18 +177,6 @@ bool Messenger::setup() {
   return true;
 }
 
-void Messenger::post_write(const memory::RDMAMemory& src, size_t len, uint64_t remote, uint32_t rkey, uint64_t* tag) {
-  fabric::SendWr wr;
-  wr.opcode = fabric::Opcode::Write;
-  wr.local = fabric::Sge{src.address(), static_cast<uint32_t>(len), src.lkey};
-  wr.remote_addr = remote;
-  wr.rkey = rkey;
-  signal::Posted p = tx_.post(wr);
-  if (!p.ok())
-    fail("Messenger: posting a ", len, "-byte record to rank ", dest_.rank, " failed: ", fabric::to_string(p.result));
-  *tag = p.tag;
-}
-
 bool Messenger::rotate(size_t need) {
   if (need > chunk_size_ - wire::kChunkHeader)
     fail("Messenger: a record of ", need, " bytes does not fit a chunk of ", chunk_size_, " bytes");
@@ -208,25 +196,35 @@ bool Messenger::rotate(size_t need) {
   // Close the current chunk: the rotation marker tells the receiver where we went on and how
   // many new chunks to take into its ring right after this one, keeping both rings symmetric.
   uint64_t word = wire::rotation_word(g_, inserted);
-  if (uint8_t* d = ring_[cur_].direct) {
-    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(d + wire::kProducerOffset)).store(word, std::memory_order_release);
-    ring_[cur_].closed_at = g_;
-    cur_ = next;
-    pos_ = wire::kChunkHeader;
-    return true;
-  }
-  fabric::SendWr wr;
-  wr.opcode = fabric::Opcode::Write;
-  wr.inline_data = true;
-  wr.local = fabric::Sge{reinterpret_cast<uint64_t>(&word), 8, 0};
-  wr.remote_addr = ring_[cur_].addr + wire::kProducerOffset;
-  wr.rkey = ring_[cur_].rkey;
-  signal::Posted p = tx_.post(wr);
-  if (!p.ok()) fail("Messenger: closing a chunk at rank ", dest_.rank, " failed: ", fabric::to_string(p.result));
+  place(wire::kProducerOffset, reinterpret_cast<const uint8_t*>(&word), 8, nullptr);
   ring_[cur_].closed_at = g_;
   cur_ = next;
   pos_ = wire::kChunkHeader;
   return true;
+}
+
+void Messenger::place(size_t offset, const uint8_t* bytes, size_t len, const memory::RDMAMemory* src, uint64_t* tag) {
+  const Slot& c = ring_[cur_];
+  if (c.direct) {
+    std::memcpy(c.direct + offset, bytes, len - 8);
+    uint64_t last;
+    std::memcpy(&last, bytes + len - 8, 8);
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(c.direct + offset + len - 8)).store(last, std::memory_order_release);
+    return;
+  }
+  fabric::SendWr wr;
+  wr.opcode = fabric::Opcode::Write;
+  if (src != nullptr) {
+    wr.local = fabric::Sge{reinterpret_cast<uint64_t>(bytes), static_cast<uint32_t>(len), src->lkey};
+  } else {
+    wr.inline_data = true;  // small control words from the stack: copied at post time
+    wr.local = fabric::Sge{reinterpret_cast<uint64_t>(bytes), static_cast<uint32_t>(len), 0};
+  }
+  wr.remote_addr = c.addr + offset;
+  wr.rkey = c.rkey;
+  signal::Posted p = tx_.post(wr);
+  if (!p.ok()) fail("Messenger: writing ", len, " bytes to rank ", dest_.rank, " failed: ", fabric::to_string(p.result));
+  if (tag != nullptr) *tag = p.tag;
 }
 
 bool Messenger::open_record(size_t n, size_t flush_at) {
@@ -253,19 +251,7 @@ bool Messenger::open_record(size_t n, size_t flush_at) {
       uint64_t w = wire::record_word(g_, gap);
       std::memcpy(pad, &w, 8);
       std::memcpy(pad + gap - 8, &w, 8);
-      if (uint8_t* d = ring_[cur_].direct) {
-        std::memcpy(d + pos_, pad, gap - 8);
-        std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(d + pos_ + gap - 8)).store(w, std::memory_order_release);
-      } else {
-        fabric::SendWr wr;
-        wr.opcode = fabric::Opcode::Write;
-        wr.inline_data = true;
-        wr.local = fabric::Sge{reinterpret_cast<uint64_t>(pad), static_cast<uint32_t>(gap), 0};
-        wr.remote_addr = ring_[cur_].addr + pos_;
-        wr.rkey = ring_[cur_].rkey;
-        signal::Posted p = tx_.post(wr);
-        if (!p.ok()) fail("Messenger: padding a chunk at rank ", dest_.rank, " failed: ", fabric::to_string(p.result));
-      }
+      place(pos_, pad, gap, nullptr);
       pos_ += gap;
       g_ += gap;
     }
@@ -320,7 +306,7 @@ void Messenger::flush() {
   } else {
     std::memcpy(rec_ + used_, &w, 8);
     uint64_t tag = 0;
-    post_write(seg_.mem, len, ring_[cur_].addr + pos_, ring_[cur_].rkey, &tag);
+    place(pos_, rec_, len, &seg_.mem, &tag);
     staging_.tag(seg_, tx_, tag);
   }
   pos_ += len;
@@ -389,16 +375,11 @@ bool Messenger::send_record(const memory::RDMAMemory& rec, size_t len) {
   if (pos_ + len > chunk_size_ && !rotate(len)) return false;
   uint64_t w = wire::record_word(g_, len);
   std::memcpy(rec.bytes(), &w, 8);
-  if (uint8_t* d = ring_[cur_].direct) {
-    std::memcpy(d + pos_, rec.bytes(), len - 8);
-    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(d + pos_ + len - 8)).store(w, std::memory_order_release);
-    inv_.heap().free(rec.addr);
-  } else {
-    std::memcpy(rec.bytes() + len - 8, &w, 8);
-    uint64_t tag = 0;
-    post_write(rec, len, ring_[cur_].addr + pos_, ring_[cur_].rkey, &tag);
-    retired_.emplace_back(tag, rec);
-  }
+  std::memcpy(rec.bytes() + len - 8, &w, 8);
+  uint64_t tag = 0;
+  place(pos_, rec.bytes(), len, &rec, &tag);
+  if (ring_[cur_].direct) inv_.heap().free(rec.addr);  // copied
+  else retired_.emplace_back(tag, rec);             // until the WRITE completed
   pos_ += len;
   g_ += len;
   ++records_;

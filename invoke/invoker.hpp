@@ -239,7 +239,10 @@ class Messenger {
   uint8_t* reserve(size_t n, size_t flush_at);
   bool open_record(size_t n, size_t flush_at);
   bool rotate(size_t need);
-  void post_write(const memory::RDMAMemory& src, size_t len, uint64_t remote, uint32_t rkey, uint64_t* tag);
+  // Writes len bytes at `offset` of the current chunk, the last 8 last: in place where the
+  // chunk is mapped here, else by one RDMA WRITE — from `src` (registered, sets *tag) or inline
+  // when src is null (small control words).
+  void place(size_t offset, const uint8_t* bytes, size_t len, const memory::RDMAMemory* src, uint64_t* tag = nullptr);
   bool enqueue_async(const FrameSpec& f, size_t n, Synchronizer* transmitted);
 
   Invoker& inv_;
