@@ -7,6 +7,14 @@ namespace loom::invoke {
 Aggregator::Aggregator(Config cfg) : inv_(Invoker::current()), cfg_(cfg) {
   if (cfg_.flush_bytes < 64) fail("Aggregator: flush size ", cfg_.flush_bytes, " is below 64 bytes");
   overflow_.resize(static_cast<size_t>(inv_.total_threads()));
+  messengers_.resize(static_cast<size_t>(inv_.total_threads()), nullptr);
+}
+
+Messenger& Aggregator::messenger(Thread dest) {
+  inv_.check(dest);
+  Messenger*& m = messengers_[static_cast<size_t>(inv_.gid(dest))];
+  if (m == nullptr) m = &inv_.messengers().to(dest);
+  return *m;
 }
 
 Aggregator::~Aggregator() {
@@ -15,7 +23,7 @@ Aggregator::~Aggregator() {
 }
 
 bool Aggregator::submit(Thread dest, const FrameSpec& s, Synchronizer* transmitted) {
-  Messenger& m = inv_.messengers().to(dest);
+  Messenger& m = messenger(dest);
   if (cfg_.mode == Mode::Trad) {
     if (!m.has_open_record()) touched_.push_back(&m);
     return m.call(s, OnFull::Retry, cfg_.flush_bytes, transmitted);
@@ -46,7 +54,7 @@ bool Aggregator::submit(Thread dest, const FrameSpec& s, Synchronizer* transmitt
 bool Aggregator::drain_one(size_t gid) {
   auto& q = overflow_[gid];
   if (q.empty()) return true;
-  Messenger& m = inv_.messengers().to(inv_.thread_of(static_cast<int>(gid)));
+  Messenger& m = messenger(inv_.thread_of(static_cast<int>(gid)));
   if (m.async_pending()) return false;
   while (!q.empty()) {
     Queued& c = q.front();

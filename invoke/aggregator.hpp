@@ -57,11 +57,13 @@ class Aggregator {
     Synchronizer* transmitted;
   };
   bool drain_one(size_t gid);
+  Messenger& messenger(Thread dest);
 
   Invoker& inv_;
   Config cfg_;
   std::vector<std::deque<Queued>> overflow_;  // by global thread id
   std::vector<Messenger*> touched_;           // messengers with an open record or exceeding calls
+  std::vector<Messenger*> messengers_;        // this thread's, by global thread id (looked up once)
   size_t exceeding_ = 0;
   uint64_t exceeded_ = 0;
 };

@@ -316,7 +316,7 @@ void Messenger::flush() {
   batch_syncs_.clear();
 }
 
-bool Messenger::call(const FrameSpec& f, OnFull on_full, size_t flush_at, Synchronizer* transmitted) {
+bool Messenger::call_slow(const FrameSpec& f, OnFull on_full, size_t flush_at, Synchronizer* transmitted) {
   size_t n = f.bytes();
   if (n > max_frame() || n > wire::kMaxFrame)
     fail("invoke: a call of ", n, " bytes exceeds the largest call a Messenger carries (", max_frame(),

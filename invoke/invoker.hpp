@@ -206,7 +206,19 @@ class Messenger {
   Thread dest() const { return dest_; }
   // Writes one frame. flush_at = 0 sends it at once (write mode); otherwise frames accumulate in
   // one record until it holds flush_at bytes (trad aggregation) or flush() is called.
-  bool call(const FrameSpec& f, OnFull on_full, size_t flush_at = 0, Synchronizer* transmitted = nullptr);
+  bool call(const FrameSpec& f, OnFull on_full, size_t flush_at = 0, Synchronizer* transmitted = nullptr) {
+    // The aggregating fast path: one more frame into the open record.
+    if (open_ && transmitted == nullptr && !blocked_ && !async_pending_.load(std::memory_order_acquire)) {
+      size_t n = f.bytes();
+      if (used_ + n + 8 <= cap_) {
+        f.fill(rec_ + used_, n);
+        used_ += n;
+        if (used_ + 8 >= flush_at) flush();
+        return true;
+      }
+    }
+    return call_slow(f, on_full, flush_at, transmitted);
+  }
   // Sends the open record, if any.
   void flush();
   bool has_open_record() const { return open_; }
@@ -233,6 +245,7 @@ class Messenger {
     uint64_t closed_at;  // global offset at which this chunk was last closed (0: never)
     uint8_t* direct;     // the chunk mapped here (Config::direct), or nullptr: RDMA WRITE
   };
+  bool call_slow(const FrameSpec& f, OnFull on_full, size_t flush_at, Synchronizer* transmitted);
   bool setup();
   bool chunk_free(size_t j) const { return ring_[j].closed_at <= consumed(); }
   std::vector<Slot> allocate_chunks(uint32_t count, bool first);
