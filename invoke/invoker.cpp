@@ -23,11 +23,6 @@ std::atomic<bool> g_exists{false};
 std::shared_mutex g_life;
 std::atomic<uint64_t> g_invoker_serial{1};
 
-struct TlsGlobal {
-  uint64_t serial = 0;
-  MessengerGlobal* global = nullptr;
-};
-thread_local TlsGlobal t_global;
 
 constexpr size_t kMaxReadBytes = size_t{1} << 30;  // call_buffer (READ form): larger pulls are refused
 constexpr size_t kInlineLimit = 64;                // QpCaps::max_inline of the invocation mesh
@@ -410,7 +405,7 @@ bool Messenger::drain_async() {
 
 // ---------------------------------------------------------------- MessengerGlobal
 
-Messenger& MessengerGlobal::to(Thread dest) {
+Messenger& MessengerGlobal::create(Thread dest) {
   inv_.check(dest);
   size_t g = static_cast<size_t>(inv_.gid(dest));
   if (messengers_.size() <= g) messengers_.resize(static_cast<size_t>(inv_.total_threads()));
@@ -931,12 +926,11 @@ void Invoker::check_failed(Thread t) const {
   fail("invoke: thread ", t.index, " is not in 0..", threads_ - 1, " (threads per process: loomrun --threads)");
 }
 
-MessengerGlobal& Invoker::messengers() {
-  if (t_global.serial == serial_) return *t_global.global;
+MessengerGlobal& Invoker::messengers_slow() {
   std::lock_guard<std::mutex> g(globals_mu_);
   globals_.push_back(std::make_unique<MessengerGlobal>(*this, serial_));
-  t_global = TlsGlobal{serial_, globals_.back().get()};
-  return *t_global.global;
+  t_global_ = TlsGlobal{serial_, globals_.back().get()};
+  return *t_global_.global;
 }
 
 void Invoker::flush() { messengers().flush(); }

@@ -302,7 +302,7 @@ class Messenger {
 class MessengerGlobal {
  public:
   MessengerGlobal(Invoker& inv, uint64_t id) : inv_(inv), id_(id) {}
-  Messenger& to(Thread dest);
+  inline Messenger& to(Thread dest);
   void flush();
   bool drain_async();
   // No open record and nothing queued: everything this thread called has been handed to the fabric.
@@ -312,6 +312,7 @@ class MessengerGlobal {
  private:
   Invoker& inv_;
   uint64_t id_;
+  Messenger& create(Thread dest);
   std::vector<std::unique_ptr<Messenger>> messengers_;  // by global thread id
 };
 
@@ -427,7 +428,11 @@ class Invoker {
   // One line per channel of this process: for a stalled wait, and for debugging.
   std::string describe();
 
-  MessengerGlobal& messengers();  // this thread's
+  // This thread's (a thread-local pointer, checked against this Invoker's serial).
+  MessengerGlobal& messengers() {
+    if (t_global_.serial == serial_) return *t_global_.global;
+    return messengers_slow();
+  }
   void flush();                    // this thread's open records
 
   signal::Transmitter& tx(int rank) { return mesh_->tx(rank); }
@@ -448,6 +453,12 @@ class Invoker {
 
  private:
   [[noreturn]] void check_failed(Thread t) const;
+  MessengerGlobal& messengers_slow();
+  struct TlsGlobal {
+    uint64_t serial;
+    MessengerGlobal* global;
+  };
+  static inline thread_local TlsGlobal t_global_{0, nullptr};
   static constexpr uint64_t kStallReport = 5000;  // idle rounds (~5 s of 1 ms sleeps)
   void report_stall();
   void helper_loop(int which);
@@ -474,5 +485,12 @@ class Invoker {
   uint32_t chunks_fn_ = 0;
   uint32_t send_fn_ = 0;
 };
+
+inline Messenger& MessengerGlobal::to(Thread dest) {
+  inv_.check(dest);
+  size_t g = static_cast<size_t>(inv_.gid(dest));
+  if (g < messengers_.size() && messengers_[g]) return *messengers_[g];
+  return create(dest);
+}
 
 }  // namespace loom::invoke
