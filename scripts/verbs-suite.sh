@@ -11,10 +11,12 @@ export LOOM_PROVIDER=verbs
 export LOOM_SUPERCHUNK_SIZE=${LOOM_SUPERCHUNK_SIZE:-64M}
 # Software RDMA under emulation is ~1000x slower than shm: the stress test posts less.
 export LOOM_TEST_STRESS_POSTS=${LOOM_TEST_STRESS_POSTS:-20000}
+# ... and the coherence checker runs fewer random programs (per policy).
+export LOOM_TEST_DSM_PROGRAMS=${LOOM_TEST_DSM_PROGRAMS:-200}
 [ -n "${RXE_GID_INDEX:-}" ] && export LOOM_VERBS_GID_INDEX=$RXE_GID_INDEX
 passed=0
 failed=0
-for t in fabric service transmitter invoke; do
+for t in fabric service transmitter invoke coherence; do
   threads=1
   [ "$t" = invoke ] && threads=2  # every thread is a call destination
   for np in $nprocs; do

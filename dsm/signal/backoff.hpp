@@ -40,22 +40,27 @@ class Backoff {
   static constexpr uint32_t kSpins = 64;
   static constexpr uint32_t kYields = 32;
 
+  Backoff() = default;
+  // Waits for a peer that is working now (a lock holder inside its critical section) yield for
+  // longer before sleeping: a timed sleep would add its whole length to every hand-off.
+  explicit Backoff(uint32_t yields) : yields_(yields) {}
+
   void pause() {
     if (n_ < kSpins) {
       cpu_relax();
-    } else if (n_ < kSpins + kYields) {
+    } else if (n_ < kSpins + yields_) {
       std::this_thread::yield();
     } else {
       // Timed sleeps grow from 20 us to 1 ms: short enough that a flag written by a peer is
       // seen promptly, long enough that an idle waiter costs nothing.
-      uint32_t k = n_ - kSpins - kYields;
+      uint32_t k = n_ - kSpins - yields_;
       auto us = std::chrono::microseconds(k < 6 ? (20u << k) : 1000u);
       std::this_thread::sleep_for(us);
     }
     ++n_;
   }
   // True once spinning and yielding are over: a waiter with a futex should sleep on it now.
-  bool should_sleep() const { return n_ >= kSpins + kYields; }
+  bool should_sleep() const { return n_ >= kSpins + yields_; }
   void spin_or_yield() {
     if (n_ < kSpins) cpu_relax(); else std::this_thread::yield();
     ++n_;
@@ -64,6 +69,7 @@ class Backoff {
 
  private:
   uint32_t n_ = 0;
+  uint32_t yields_ = kYields;
 };
 
 }  // namespace loom::signal

@@ -1,0 +1,329 @@
+// bench_coherence: the shared regions' costs on 2 processes, beside the fabric's own floor
+// measured in the same run, and the seed's ablation (floating/fixed home x timestamp/directory
+// invalidation) on a write-heavy and a read-heavy micro-kernel.
+//
+//   loomrun -n 2 bench_coherence [--quick] [--csv FILE]
+//
+// Rank 0 measures; rank 1 is the other side (the home of what rank 0 misses on, the other
+// locker, the other barrier party).
+#include <signal.h>
+#include <sys/mman.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/bench_common.hpp"
+#include "coherence/space.hpp"
+
+using namespace loom;
+using namespace loom::bench;
+using coherence::Config;
+using coherence::Lock;
+using coherence::Policy;
+using coherence::Space;
+
+namespace {
+
+Config config_for(const Policy& p) {
+  Config c = Config::from_env();
+  c.policy = p;
+  c.reserve = size_t{4} << 30;
+  return c;
+}
+
+// The fabric's floor: one signaled READ of `len` bytes from rank 1, waited for, on a QP of our
+// own (no Transmitter), the same transport every protocol step uses.
+double fabric_read_us(Runtime& rt, size_t len, int rounds) {
+  fabric::QpCaps caps;
+  caps.max_send_wr = 16;
+  caps.max_recv_wr = 1;
+  auto mesh = rt.make_mesh(caps);
+  memory::RDMAMemory buf = rt.allocator().allocate_chunk(len);
+  struct R {
+    uint64_t addr;
+    uint32_t rkey, pad;
+  } mine{buf.address(), buf.rkey, 0};
+  auto all = rt.bootstrap().allgather(std::as_bytes(std::span(&mine, 1)));
+  R peer;
+  std::memcpy(&peer, all[1].data(), sizeof peer);
+  double us = 0;
+  if (rt.rank() == 0) {
+    auto& qp = mesh->qp(1);
+    auto& cq = *mesh->send_cqs[1];
+    std::vector<double> t;
+    for (int rep = 0; rep < 5; ++rep) {
+      auto t0 = clk::now();
+      for (int i = 0; i < rounds; ++i) {
+        fabric::SendWr wr;
+        wr.opcode = fabric::Opcode::Read;
+        wr.signaled = true;
+        wr.local = fabric::Sge{buf.address(), static_cast<uint32_t>(len), buf.lkey};
+        wr.remote_addr = peer.addr;
+        wr.rkey = peer.rkey;
+        if (qp.post_send(wr) != fabric::PostResult::Ok) { std::fprintf(stderr, "post failed\n"); std::exit(1); }
+        fabric::Completion c[1];
+        while (cq.poll(c) == 0) signal::cpu_relax();
+      }
+      t.push_back(seconds_since(t0) / rounds * 1e6);
+    }
+    us = median(t);
+  }
+  mesh.reset();
+  rt.allocator().free_chunk(buf);
+  return us;
+}
+
+// The kernel's floor for any page-protection DSM: a fault on an inaccessible page whose handler
+// only makes it writable (signal delivery, sigreturn, mprotect), with the same threads alive.
+uint8_t* g_floor_pages = nullptr;
+void floor_handler(int, siginfo_t* si, void*) {
+  auto* p = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(si->si_addr) & ~uintptr_t{4095});
+  mprotect(p, 4096, PROT_READ | PROT_WRITE);
+}
+double page_fault_floor_us(int pages) {
+  struct sigaction sa {}, old {};
+  sa.sa_sigaction = floor_handler;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &old);
+  std::vector<double> t;
+  for (int rep = 0; rep < 5; ++rep) {
+    // Resident pages (no allocation in the fault), every other one readable so the pages are
+    // separate mappings, as the blocks of a region are.
+    g_floor_pages = static_cast<uint8_t*>(mmap(nullptr, static_cast<size_t>(pages) * 4096, PROT_READ | PROT_WRITE,
+                                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0));
+    mprotect(g_floor_pages, static_cast<size_t>(pages) * 4096, PROT_NONE);
+    for (int i = 0; i < pages; i += 2) mprotect(g_floor_pages + static_cast<size_t>(i) * 4096, 4096, PROT_READ);
+    auto t0 = clk::now();
+    for (int i = 0; i < pages; ++i) g_floor_pages[static_cast<size_t>(i) * 4096] = 1;
+    t.push_back(seconds_since(t0) / pages * 1e6);
+    munmap(g_floor_pages, static_cast<size_t>(pages) * 4096);
+  }
+  sigaction(SIGSEGV, &old, nullptr);
+  return median(t);
+}
+
+struct Micro {
+  double read_miss = 0, read_miss_explicit = 0, first_write = 0, release_block = 0;
+  double lock_unlock = 0, lock_contended = 0, barrier = 0;
+};
+
+Micro micro(Runtime& rt, bool quick) {
+  Micro m;
+  Space s(rt, config_for(Policy::parse("floating-ts")));
+  const size_t blocks = quick ? 1024 : 4096;
+  auto& r = s.create_region(blocks * 4096 + (8 << 20), 4096, 0);
+  auto* data = r.new_array<uint8_t>(blocks * 4096);
+  const bool leader = rt.rank() == 0;
+  std::vector<double> miss, miss_x, fw, rel;
+  for (int rep = 0; rep < (quick ? 3 : 7); ++rep) {
+    // Rank 1 writes every block, becoming its home; the barrier's notices invalidate rank 0's
+    // copies, so each first touch on rank 0 is a remote miss (fault path) ...
+    if (!leader) for (size_t b = 0; b < blocks; ++b) data[b * 4096 + 8] = static_cast<uint8_t>(rep + 1);
+    s.barrier();
+    if (leader) {
+      uint64_t sink = 0;
+      auto t0 = clk::now();
+      for (size_t b = 0; b < blocks / 2; ++b) sink += *static_cast<volatile uint8_t*>(&data[b * 4096]);
+      miss.push_back(seconds_since(t0) / static_cast<double>(blocks / 2) * 1e6);
+      // ... or, declared first, an explicit-accessor miss (no fault).
+      t0 = clk::now();
+      for (size_t b = blocks / 2; b < blocks; ++b) sink += *s.reading(&data[b * 4096]);
+      miss_x.push_back(seconds_since(t0) / static_cast<double>(blocks / 2) * 1e6);
+      // First write to a clean block: fault and twin.
+      t0 = clk::now();
+      for (size_t b = 0; b < blocks; ++b) data[b * 4096 + 16] = static_cast<uint8_t>(rep);
+      fw.push_back(seconds_since(t0) / static_cast<double>(blocks) * 1e6);
+      // Release of as many dirty blocks (home migrates here from rank 1: one READ each).
+      t0 = clk::now();
+      s.release();
+      rel.push_back(seconds_since(t0) / static_cast<double>(blocks) * 1e6);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      if (sink == 42424242) std::printf(" ");
+    }
+    s.barrier();
+  }
+  if (leader) {
+    m.read_miss = median(miss);
+    m.read_miss_explicit = median(miss_x);
+    m.first_write = median(fw);
+    m.release_block = median(rel);
+  }
+
+  // Locks: uncontended (homed at rank 1, rank 0 alone), then both ranks on one lock.
+  Lock far;
+  for (int i = 0; i < 2; ++i) far = s.make_lock();  // the second lock is homed at rank 1
+  const int k = quick ? 2000 : 10000;
+  s.barrier();
+  if (leader) {
+    std::vector<double> t;
+    for (int rep = 0; rep < 5; ++rep) {
+      auto t0 = clk::now();
+      for (int i = 0; i < k; ++i) {
+        far.lock();
+        far.unlock();
+      }
+      t.push_back(seconds_since(t0) / k * 1e6);
+    }
+    m.lock_unlock = median(t);
+  }
+  s.barrier();
+  {
+    auto t0 = clk::now();
+    for (int i = 0; i < k; ++i) {
+      far.lock();
+      data[8] += 1;  // a shared counter: the lock carries its notice
+      far.unlock();
+    }
+    double us = seconds_since(t0) / k * 1e6;
+    if (leader) m.lock_contended = us;
+  }
+  s.barrier();
+  {
+    std::vector<double> t;
+    for (int rep = 0; rep < 5; ++rep) {
+      auto t0 = clk::now();
+      for (int i = 0; i < k; ++i) s.barrier();
+      t.push_back(seconds_since(t0) / k * 1e6);
+    }
+    if (leader) m.barrier = median(t);
+  }
+  s.destroy_region(r);
+  return m;
+}
+
+// Write-heavy: every process writes its own bytes of every shared block (false sharing) and
+// all of its own blocks, then a barrier. Floating home keeps each release local once the home
+// has moved to the writer; fixed home sends every merged block to its home.
+double write_heavy(Runtime& rt, const Policy& p, int iters) {
+  Space s(rt, config_for(p));
+  const int n = rt.size(), me = rt.rank();
+  const size_t shared_blocks = 32, own_blocks = 32;
+  auto& r = s.create_region((shared_blocks + own_blocks * static_cast<size_t>(n)) * 4096 + (4 << 20), 4096, 0);
+  auto* shared = r.new_array<uint64_t>(shared_blocks * 512);
+  auto* own = r.new_array<uint64_t>(own_blocks * 512 * static_cast<size_t>(n));
+  s.barrier();
+  auto t0 = clk::now();
+  for (int it = 0; it < iters; ++it) {
+    for (size_t b = 0; b < shared_blocks; ++b) shared[b * 512 + static_cast<size_t>(me)] += 1;
+    uint64_t* mine = own + static_cast<size_t>(me) * own_blocks * 512;
+    for (size_t i = 0; i < own_blocks * 512; i += 64) mine[i] += static_cast<uint64_t>(it);
+    s.barrier();
+  }
+  double sec = seconds_since(t0);
+  bool ok = shared[0] == static_cast<uint64_t>(iters);
+  s.barrier();
+  s.destroy_region(r);
+  if (!ok) { std::fprintf(stderr, "write-heavy/%s: wrong result\n", p.name().c_str()); std::exit(1); }
+  return sec;
+}
+
+// Read-heavy: one process updates two blocks per iteration; everyone reads the whole table.
+// Unchanged blocks stay valid (notices or sharer invalidations name only the two).
+double read_heavy(Runtime& rt, const Policy& p, int iters) {
+  Space s(rt, config_for(p));
+  const int n = rt.size(), me = rt.rank();
+  const size_t blocks = 256;
+  auto& r = s.create_region(blocks * 4096 + (4 << 20), 4096, 0);
+  auto* table = r.new_array<uint64_t>(blocks * 512);
+  s.barrier();
+  uint64_t sum = 0;
+  auto t0 = clk::now();
+  for (int it = 0; it < iters; ++it) {
+    if (it % n == me) {
+      size_t b = static_cast<size_t>(it * 7) % blocks;
+      table[b * 512] += 1;
+      table[((b + 1) % blocks) * 512] += 1;
+    }
+    s.barrier();
+    for (size_t i = 0; i < blocks * 512; i += 64) sum += table[i];
+    s.barrier();
+  }
+  double sec = seconds_since(t0);
+  s.barrier();
+  s.destroy_region(r);
+  if (sum == 0) { std::fprintf(stderr, "read-heavy: nothing read\n"); std::exit(1); }
+  return sec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Runtime rt(argc, argv);
+  bool quick = false;
+  std::string csv;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--quick") quick = true;
+    else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
+    else {
+      if (rt.rank() == 0) std::fprintf(stderr, "usage: loomrun -n 2 bench_coherence [--quick] [--csv FILE]\n");
+      return 2;
+    }
+  }
+  if (rt.size() != 2) {
+    if (rt.rank() == 0) std::fprintf(stderr, "bench_coherence runs on 2 processes (loomrun -n 2)\n");
+    return 2;
+  }
+  const bool leader = rt.rank() == 0;
+  std::vector<Row> rows;
+  double floor4k = fabric_read_us(rt, 4096, quick ? 2000 : 20000);
+  double floor8 = fabric_read_us(rt, 8, quick ? 2000 : 20000);
+  double fault_floor = page_fault_floor_us(quick ? 1024 : 4096);
+  Micro m = micro(rt, quick);
+  struct Abl {
+    std::string name;
+    double w, r;
+  };
+  std::vector<Abl> abl;
+  for (auto name : {"floating-ts", "floating-dir", "fixed-ts", "fixed-dir"}) {
+    Policy p = Policy::parse(name);
+    std::vector<double> w, rd;
+    for (int rep = 0; rep < (quick ? 1 : 3); ++rep) {
+      w.push_back(write_heavy(rt, p, quick ? 100 : 500));
+      rd.push_back(read_heavy(rt, p, quick ? 50 : 200));
+    }
+    abl.push_back({name, median(w), median(rd)});
+  }
+  if (leader) {
+    rows.push_back({"fabric-read", 4096, "us", floor4k, "us"});
+    rows.push_back({"fabric-read", 8, "us", floor8, "us"});
+    rows.push_back({"page-fault-floor", 4096, "us", fault_floor, "us"});
+    rows.push_back({"read-miss", 4096, "us", m.read_miss, "us"});
+    rows.push_back({"read-miss-explicit", 4096, "us", m.read_miss_explicit, "us"});
+    rows.push_back({"first-write", 4096, "us", m.first_write, "us"});
+    rows.push_back({"release-per-block", 4096, "us", m.release_block, "us"});
+    rows.push_back({"lock-unlock", 0, "us", m.lock_unlock, "us"});
+    rows.push_back({"lock-unlock-contended", 0, "us", m.lock_contended, "us"});
+    rows.push_back({"barrier", 0, "us", m.barrier, "us"});
+    for (auto& a : abl) {
+      rows.push_back({"write-heavy/" + a.name, 4096, "s", a.w, "s"});
+      rows.push_back({"read-heavy/" + a.name, 4096, "s", a.r, "s"});
+    }
+    std::printf("\nbench_coherence: shared regions, 2 processes, %s provider%s\n", rt.provider().info().name.c_str(),
+                quick ? " (quick)" : "");
+    std::printf("%-28s %10s %10s %8s %s\n", "figure", "Loom us", "floor us", "ratio", "(floor: fabric ops the step needs at least)");
+    auto line = [](const char* what, double v, double floor) {
+      std::printf("%-28s %10.3f %10.3f %8.2f\n", what, v, floor, floor > 0 ? v / floor : 0.0);
+    };
+    line("read miss 4 KiB (fault)", m.read_miss, floor4k + floor8 + fault_floor);
+    line("read miss 4 KiB (explicit)", m.read_miss_explicit, floor4k + floor8);
+    line("first write (twin)", m.first_write, fault_floor);
+    line("release per dirty block", m.release_block, 2 * floor8 + floor4k);
+    line("lock + unlock", m.lock_unlock, 4 * floor8);
+    line("lock + unlock, contended", m.lock_contended, 4 * floor8);
+    line("barrier, 2 processes", m.barrier, 2 * floor8);
+    std::printf("fabric READ: 4 KiB %.3f us, 8 B %.3f us; page fault + mprotect: %.3f us\n", floor4k, floor8, fault_floor);
+    std::printf("\nablation (seconds; lower is better; ratio to fixed-dir, the seed's baseline)\n");
+    std::printf("%-14s %12s %8s %12s %8s\n", "policy", "write-heavy", "ratio", "read-heavy", "ratio");
+    double bw = abl.back().w, br = abl.back().r;
+    for (auto& a : abl) std::printf("%-14s %12.4f %8.2f %12.4f %8.2f\n", a.name.c_str(), a.w, a.w / bw, a.r, a.r / br);
+    std::printf("load average: %.2f\n", load_average());
+    std::printf("targets (ArgoDSM here: 10, 56-77, 3-4 us): read miss <= 2 us: %s; barrier <= 3 us: %s; release <= 1 us/block: %s\n",
+                m.read_miss <= 2 ? "met" : "MISSED", m.barrier <= 3 ? "met" : "MISSED", m.release_block <= 1 ? "met" : "MISSED");
+    if (!csv.empty()) write_csv(csv, rows);
+  }
+  return 0;
+}

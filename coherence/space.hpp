@@ -1,0 +1,156 @@
+#pragma once
+// The coherence protocol over shared regions (seed 003, MENPS): release consistency with
+// multiple writers (twins and diffs), floating home, write notices with fast read from the last
+// releaser, and logical leases; fixed home and directory invalidation as start-up alternatives.
+// docs/coherence.md is the specification: states, messages, timestamp rules, hazards.
+//
+// A Space is the process's view of the distributed shared memory: it owns the regions (through
+// dsm/region), the per-block state of this process's cache, the directory entries this process
+// manages, and the synchronization objects (locks, barriers, atomic words) that are its acquire
+// and release points. Threads of one process share its cache.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dsm/region/region.hpp"
+#include "dsm/runtime/runtime.hpp"
+
+namespace loom::coherence {
+
+enum class HomePolicy : uint8_t { Floating, Fixed };
+enum class Invalidation : uint8_t { Timestamp, Directory };
+
+struct Policy {
+  HomePolicy home = HomePolicy::Floating;
+  Invalidation invalidation = Invalidation::Timestamp;
+  // "floating-ts", "floating-dir", "fixed-ts", "fixed-dir"
+  std::string name() const;
+  static Policy parse(const std::string& name);
+  bool operator==(const Policy&) const = default;
+};
+
+struct Config {
+  Policy policy;
+  size_t reserve = size_t{16} << 30;  // address space for all regions
+  uint32_t notices = 128;             // write-notice buffer capacity (entries)
+  uint64_t lease = 16;                // logical lease length
+  uint32_t sync_objects = 1024;       // locks + atomic words per Space
+  // LOOM_DSM_POLICY, LOOM_DSM_RESERVE, LOOM_DSM_NOTICES, LOOM_DSM_LEASE, LOOM_DSM_SYNC_OBJECTS
+  static Config from_env();
+};
+
+enum class Order : uint8_t { Relaxed, Acquire, Release, AcqRel };
+
+struct Stats {
+  uint64_t faults = 0;         // page faults handled (the transparent path)
+  uint64_t read_misses = 0;    // fetches of a block's data
+  uint64_t revalidations = 0;  // expired copies confirmed current without data
+  uint64_t twins = 0;          // first writes
+  uint64_t released_blocks = 0;
+  uint64_t fetch_retries = 0;  // validations that failed (home moved, block being published)
+  uint64_t invalidations = 0;
+  uint64_t fast_reads = 0;     // fetches that went straight to the last releaser of a notice
+};
+
+class Space;
+
+// What a synchronization object is: a slot of the Space's synchronization memory at its home
+// process (slots are spread round-robin).
+class SyncObject {
+ public:
+  int home() const { return home_; }
+
+ protected:
+  friend class Space;
+  void bind(Space* s, uint32_t slot, int nprocs) {
+    space_ = s;
+    slot_ = slot;
+    home_ = static_cast<int>(slot % static_cast<uint32_t>(nprocs));
+  }
+  Space* space_ = nullptr;
+  uint32_t slot_ = 0;
+  int home_ = 0;
+};
+
+// A queue lock (MCS) over fabric atomics; no lock server. lock() is an acquire, unlock() a
+// release. Cheap to copy; made collectively by Space::make_lock.
+class Lock : public SyncObject {
+ public:
+  void lock();
+  void unlock();
+};
+
+// A shared 8-byte word operated on with fabric atomics, with acquire/release options.
+class AtomicWord : public SyncObject {
+ public:
+  uint64_t fetch_add(uint64_t v, Order o = Order::AcqRel);
+  // Returns the old value; the swap happened iff it equals `expected`.
+  uint64_t compare_swap(uint64_t expected, uint64_t desired, Order o = Order::AcqRel);
+  uint64_t load(Order o = Order::Acquire);
+  void store(uint64_t v, Order o = Order::Release);
+};
+
+class Space final : public region::FaultSink {
+ public:
+  // Collective.
+  explicit Space(Runtime& rt, Config cfg = Config::from_env());
+  ~Space() override;  // collective
+  Space(const Space&) = delete;
+  Space& operator=(const Space&) = delete;
+  static Space& current();
+
+  // Collective: a region at the same address in every process; every block starts zero.
+  region::Region& create_region(const region::RegionOptions& opt);
+  region::Region& create_region(size_t size, size_t block_size = 4096, size_t local_bytes = SIZE_MAX) {
+    region::RegionOptions o;
+    o.size = size;
+    o.block_size = block_size;
+    o.local_bytes = local_bytes;
+    return create_region(o);
+  }
+  void destroy_region(region::Region& r);  // collective
+
+  Lock make_lock();                              // collective
+  AtomicWord make_atomic(uint64_t initial = 0);  // collective
+
+  // Every thread (Runtime::threads_per_process()) of every process: a release, then an acquire
+  // of everything released before it anywhere.
+  void barrier();
+  // A release fence: this process's writes so far are published (and named by its notices).
+  void release();
+
+  // Explicit access (no faults): declare a read or a write of [p, p+n) before making it.
+  void declare_read(const void* p, size_t n);
+  void declare_write(void* p, size_t n);
+  template <typename T>
+  const T* reading(const T* p, size_t n = 1) {
+    declare_read(p, n * sizeof(T));
+    return p;
+  }
+  template <typename T>
+  T* writing(T* p, size_t n = 1) {
+    declare_write(p, n * sizeof(T));
+    return p;
+  }
+
+  const Config& config() const { return cfg_; }
+  const Policy& policy() const { return cfg_.policy; }
+  Runtime& runtime() { return rt_; }
+  Stats stats() const;
+  region::AddressSpace& address_space();
+
+  void on_fault(region::Region& r, size_t block, bool write) override;
+
+  struct Impl;
+
+ private:
+  friend class Lock;
+  friend class AtomicWord;
+  Runtime& rt_;
+  Config cfg_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace loom::coherence

@@ -1,0 +1,359 @@
+#include "dsm/region/region.hpp"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "dsm/common/log.hpp"
+
+namespace loom::region {
+namespace {
+
+std::atomic<AddressSpace*> g_space{nullptr};
+struct sigaction g_previous;
+thread_local int t_in_runtime = 0;
+
+size_t page_size() {
+  static const size_t p = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return p;
+}
+
+void say(const char* s) {
+  ssize_t r = ::write(2, s, std::strlen(s));
+  (void)r;
+}
+
+void say_addr(const char* prefix, const void* a, const char* suffix) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s%p%s", prefix, a, suffix);
+  say(buf);
+}
+
+// Hands a fault we do not own to whoever handled SIGSEGV before us (a sanitizer, or the default
+// action: the instruction runs again and the process dies with the usual signal).
+void chain(int sig, siginfo_t* info, void* ctx) {
+  if (g_previous.sa_flags & SA_SIGINFO) {
+    if (g_previous.sa_sigaction != nullptr) return g_previous.sa_sigaction(sig, info, ctx);
+  } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
+    return g_previous.sa_handler(sig);
+  }
+  signal(SIGSEGV, SIG_DFL);
+}
+
+bool is_write(void* ctx) {
+#if defined(__x86_64__)
+  // Page-fault error code: bit 1 is set for writes.
+  auto* uc = static_cast<ucontext_t*>(ctx);
+  return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+  (void)ctx;
+  return false;  // a write to a readable block faults again and is then seen as a write
+#endif
+}
+
+void on_segv(int sig, siginfo_t* info, void* ctx) {
+  int saved = errno;
+  AddressSpace* space = g_space.load(std::memory_order_acquire);
+  void* addr = info->si_addr;
+  Region* r = space ? space->find(addr) : nullptr;
+  if (r == nullptr) {
+    if (space != nullptr && addr >= space->reserve_base() && addr < space->reserve_base() + space->reserve_size())
+      say_addr("loom: access to ", addr, ", inside the shared-region reserve but outside any region\n");
+    errno = saved;
+    return chain(sig, info, ctx);
+  }
+  if (t_in_runtime != 0) {
+    say_addr("loom: the runtime itself faulted on region memory at ", addr,
+             " (the protocol must use the runtime view); aborting\n");
+    abort();
+  }
+  bool write = is_write(ctx);
+  size_t b = r->block_of(addr);
+  space->sink().on_fault(*r, b, write);
+  errno = saved;
+}
+
+void install_handler() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_segv;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGSEGV, &sa, &g_previous) != 0) throw SystemError("region: sigaction(SIGSEGV)", errno);
+}
+
+void uninstall_handler() { sigaction(SIGSEGV, &g_previous, nullptr); }
+
+int prot_of(Protection p) {
+  switch (p) {
+    case Protection::None: return PROT_NONE;
+    case Protection::Read: return PROT_READ;
+    case Protection::ReadWrite: return PROT_READ | PROT_WRITE;
+  }
+  return PROT_NONE;
+}
+
+struct Agreement {
+  uint64_t size, block, local, id;
+};
+
+}  // namespace
+
+InRuntime::InRuntime() { ++t_in_runtime; }
+InRuntime::~InRuntime() { --t_in_runtime; }
+bool InRuntime::active() { return t_in_runtime != 0; }
+
+// ---- Region ----------------------------------------------------------------------------------
+
+Region::~Region() {
+  if (runtime_ != nullptr) munmap(runtime_, size_);
+  if (fd_ >= 0) close(fd_);
+}
+
+void Region::protect(size_t first, size_t count, Protection p) {
+  if (first > blocks() || count > blocks() - first) fail("region ", id_, ": blocks ", first, "+", count, " out of range");
+  if (mprotect(base_ + (first << shift_), count << shift_, prot_of(p)) != 0)
+    throw SystemError("region: mprotect", errno);
+}
+
+int Region::manager(size_t block) const {
+  if (block < collective_blocks_) return static_cast<int>(block % static_cast<size_t>(nprocs_));
+  size_t k = (block - collective_blocks_) / (local_blocks_ == 0 ? 1 : local_blocks_);
+  return static_cast<int>(k < static_cast<size_t>(nprocs_) ? k : static_cast<size_t>(nprocs_) - 1);
+}
+
+void* Region::allocate(size_t bytes, size_t align) {
+  if (bytes == 0) fail("region ", id_, ": allocation of 0 bytes");
+  if (align == 0 || !std::has_single_bit(align) || align > block_)
+    fail("region ", id_, ": alignment ", align, " must be a power of two up to the block size ", block_);
+  std::lock_guard<std::mutex> g(alloc_mu_);
+  // The allocator hands out 64-byte granules; a larger alignment pads the request and the
+  // aligned start maps back to the allocated one for deallocate().
+  size_t want = bytes + (align > 64 ? align - 64 : 0);
+  auto off = collective_->allocate(want);
+  if (!off)
+    fail("region ", id_, ": no room for ", bytes, " bytes in the collective arena (",
+         collective_->free_bytes(), " of ", collective_bytes_, " bytes free, largest ", collective_->largest_free(), ")");
+  uint64_t aligned = (*off + align - 1) & ~(uint64_t{align} - 1);
+  if (aligned != *off) padded_[aligned] = *off;
+  return base_ + aligned;
+}
+
+void Region::deallocate(void* p) {
+  if (!contains(p) || static_cast<uint8_t*>(p) >= base_ + collective_bytes_)
+    fail("region ", id_, ": ", p, " is not in this region's collective arena");
+  std::lock_guard<std::mutex> g(alloc_mu_);
+  uint64_t off = static_cast<uint64_t>(static_cast<uint8_t*>(p) - base_);
+  if (auto it = padded_.find(off); it != padded_.end()) {
+    off = it->second;
+    padded_.erase(it);
+  }
+  if (!collective_->block_size(off)) fail("region ", id_, ": free of ", p, ", which is not allocated (freed twice?)");
+  collective_->free(off);
+}
+
+void* Region::allocate_local(size_t bytes, size_t align) {
+  if (bytes == 0) fail("region ", id_, ": allocation of 0 bytes");
+  if (align == 0 || !std::has_single_bit(align) || align > 64)
+    fail("region ", id_, ": local alignment ", align, " must be a power of two up to 64");
+  if (local_bytes_ == 0) fail("region ", id_, ": this region has no local arenas (local_bytes = 0)");
+  std::lock_guard<std::mutex> g(alloc_mu_);
+  auto off = local_->allocate(bytes);
+  if (!off) fail("region ", id_, ": no room for ", bytes, " bytes in this process's local arena (", local_->free_bytes(), " free)");
+  size_t arena = collective_bytes_ + static_cast<size_t>(rank_) * local_bytes_;
+  return base_ + arena + *off;
+}
+
+void Region::deallocate_local(void* p) {
+  size_t arena = collective_bytes_ + static_cast<size_t>(rank_) * local_bytes_;
+  auto* q = static_cast<uint8_t*>(p);
+  if (!contains(p) || q < base_ + arena || q >= base_ + arena + local_bytes_)
+    fail("region ", id_, ": ", p, " is not in this process's local arena");
+  std::lock_guard<std::mutex> g(alloc_mu_);
+  uint64_t off = static_cast<uint64_t>(q - (base_ + arena));
+  if (!local_->block_size(off)) fail("region ", id_, ": free of ", p, ", which is not allocated (freed twice?)");
+  local_->free(off);
+}
+
+// ---- AddressSpace ----------------------------------------------------------------------------
+
+AddressSpace::AddressSpace(runtime::Bootstrap& boot, size_t reserve, FaultSink& sink)
+    : boot_(boot), sink_(sink), space_(reserve == 0 ? 1 : reserve, memory::Fit::First, 1u << 21) {
+  if (reserve == 0 || reserve % (size_t{1} << 21) != 0) fail("region: the reserve (", reserve, " bytes) must be a positive multiple of 2 MiB");
+  AddressSpace* expected = nullptr;
+  if (!g_space.compare_exchange_strong(expected, this)) fail("region: one address space per process at a time");
+  reserve_size_ = reserve;
+  // Rank 0 lets the kernel pick; the others take the same range if it is free in them. On a
+  // conflict everyone tries again, keeping the failed ranges so the kernel picks elsewhere.
+  std::vector<void*> failed;
+  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  for (int attempt = 0; attempt < 16 && reserve_ == nullptr; ++attempt) {
+    uint64_t addr = 0;
+    void* mine = MAP_FAILED;
+    if (boot.rank() == 0) {
+      mine = mmap(nullptr, reserve, PROT_NONE, flags, -1, 0);
+      if (mine != MAP_FAILED) addr = reinterpret_cast<uint64_t>(mine);
+    }
+    auto all = boot.allgather(std::as_bytes(std::span(&addr, 1)));
+    std::memcpy(&addr, all[0].data(), 8);
+    if (addr == 0) break;
+    if (boot.rank() != 0) {
+      mine = mmap(reinterpret_cast<void*>(addr), reserve, PROT_NONE, flags | MAP_FIXED_NOREPLACE, -1, 0);
+      if (mine != MAP_FAILED && mine != reinterpret_cast<void*>(addr)) {
+        munmap(mine, reserve);  // an old kernel that took the address as a hint only
+        mine = MAP_FAILED;
+      }
+    }
+    uint64_t ok = mine != MAP_FAILED ? 1 : 0;
+    auto oks = boot.allgather(std::as_bytes(std::span(&ok, 1)));
+    bool all_ok = true;
+    for (auto& o : oks) {
+      uint64_t v;
+      std::memcpy(&v, o.data(), 8);
+      all_ok = all_ok && v == 1;
+    }
+    if (all_ok) {
+      reserve_ = static_cast<uint8_t*>(mine);
+    } else if (mine != MAP_FAILED) {
+      failed.push_back(mine);
+    }
+  }
+  for (void* f : failed) munmap(f, reserve);
+  if (reserve_ == nullptr) {
+    g_space.store(nullptr);
+    fail("region: could not reserve ", reserve, " bytes of address space at one address in every process "
+         "(set LOOM_DSM_RESERVE lower)");
+  }
+  install_handler();
+}
+
+AddressSpace::~AddressSpace() {
+  for (auto& s : slots_) {
+    Region* r = s.exchange(nullptr);
+    delete r;
+  }
+  uninstall_handler();
+  munmap(reserve_, reserve_size_);
+  g_space.store(nullptr, std::memory_order_release);
+}
+
+size_t AddressSpace::reserve_free() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return space_.free_bytes();
+}
+
+Region& AddressSpace::create(const RegionOptions& opt) {
+  const size_t page = page_size();
+  if (opt.block_size < page || !std::has_single_bit(opt.block_size) || opt.block_size > (size_t{1} << 20))
+    fail("region: block size ", opt.block_size, " must be a power of two from the page size (", page, ") to 1 MiB");
+  if (opt.size == 0) fail("region: size 0");
+  size_t size = (opt.size + opt.block_size - 1) / opt.block_size * opt.block_size;
+  size_t mapped = (size + (size_t{1} << 21) - 1) & ~((size_t{1} << 21) - 1);
+  const int n = boot_.size();
+  size_t local = opt.local_bytes;
+  if (local == SIZE_MAX) local = size / 2 / static_cast<size_t>(n);
+  local = local / opt.block_size * opt.block_size;
+  if (local > size / static_cast<size_t>(n)) fail("region: local arenas of ", local, " bytes for ", n, " processes exceed the region of ", size);
+
+  // Every process must ask for the same region, or the addresses would differ.
+  Agreement mine{size, opt.block_size, local, next_id_};
+  auto all = boot_.allgather(std::as_bytes(std::span(&mine, 1)));
+  for (int r = 0; r < n; ++r) {
+    Agreement a;
+    std::memcpy(&a, all[static_cast<size_t>(r)].data(), sizeof a);
+    if (std::memcmp(&a, &mine, sizeof a) != 0)
+      fail("region: rank ", r, " creates a region of ", a.size, " bytes with ", a.block, "-byte blocks (region ", a.id,
+           ") while this rank asks for ", size, " bytes, ", opt.block_size, "-byte blocks (region ", mine.id, "): creation is collective");
+  }
+  std::unique_lock<std::mutex> g(mu_);
+  auto off = space_.allocate(mapped);
+  if (!off)
+    fail("region: ", size, " bytes do not fit the reserve of ", reserve_size_, " bytes (", space_.free_bytes(),
+         " free, largest ", space_.largest_free(), "); raise LOOM_DSM_RESERVE");
+  int slot = -1;
+  for (int i = 0; i < kMaxRegions; ++i)
+    if (slots_[i].load() == nullptr) { slot = i; break; }
+  if (slot < 0) {
+    space_.free(*off);
+    fail("region: more than ", kMaxRegions, " regions at once");
+  }
+  auto r = std::unique_ptr<Region>(new Region());
+  r->id_ = next_id_++;
+  r->size_ = size;
+  r->block_ = opt.block_size;
+  r->shift_ = std::countr_zero(opt.block_size);
+  r->rank_ = boot_.rank();
+  r->nprocs_ = n;
+  r->local_bytes_ = local;
+  r->collective_bytes_ = size - local * static_cast<size_t>(n);
+  r->collective_blocks_ = r->collective_bytes_ / opt.block_size;
+  r->local_blocks_ = local / opt.block_size;
+  r->collective_ = std::make_unique<memory::GeneralAllocator>(r->collective_bytes_ == 0 ? 64 : r->collective_bytes_, memory::Fit::First, 64);
+  if (r->collective_bytes_ == 0) (void)r->collective_->allocate(64);  // nothing to hand out
+  r->local_ = std::make_unique<memory::GeneralAllocator>(local == 0 ? 64 : local, memory::Fit::First, 64);
+  r->base_ = reserve_ + *off;
+  r->fd_ = memfd_create("loom-region", MFD_CLOEXEC);
+  if (r->fd_ < 0) {
+    space_.free(*off);
+    throw SystemError("region: memfd_create", errno);
+  }
+  if (ftruncate(r->fd_, static_cast<off_t>(size)) != 0) {
+    space_.free(*off);
+    throw SystemError("region: ftruncate", errno);
+  }
+  void* rt = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd_, 0);
+  if (rt == MAP_FAILED) {
+    space_.free(*off);
+    throw SystemError("region: mmap of the runtime view", errno);
+  }
+  r->runtime_ = static_cast<uint8_t*>(rt);
+  void* app = mmap(r->base_, size, PROT_READ, MAP_SHARED | MAP_FIXED, r->fd_, 0);
+  if (app == MAP_FAILED) {
+    space_.free(*off);
+    throw SystemError("region: mmap of the application view", errno);
+  }
+  Region& ref = *r;
+  slots_[slot].store(r.release(), std::memory_order_release);
+  return ref;
+}
+
+void AddressSpace::destroy(Region& r) {
+  boot_.barrier();
+  std::lock_guard<std::mutex> g(mu_);
+  for (auto& s : slots_) {
+    if (s.load() != &r) continue;
+    s.store(nullptr, std::memory_order_release);
+    size_t mapped = (r.size_ + (size_t{1} << 21) - 1) & ~((size_t{1} << 21) - 1);
+    // Back to reserved, inaccessible address space.
+    mmap(r.base_, mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    space_.free(static_cast<uint64_t>(r.base_ - reserve_));
+    delete &r;
+    return;
+  }
+  fail("region: destroy of a region this address space does not hold");
+}
+
+Region* AddressSpace::find(const void* p) const {
+  for (const auto& s : slots_) {
+    Region* r = s.load(std::memory_order_acquire);
+    if (r != nullptr && r->contains(p)) return r;
+  }
+  return nullptr;
+}
+
+Region* AddressSpace::by_id(uint32_t id) const {
+  for (const auto& s : slots_) {
+    Region* r = s.load(std::memory_order_acquire);
+    if (r != nullptr && r->id_ == id) return r;
+  }
+  return nullptr;
+}
+
+}  // namespace loom::region

@@ -1,0 +1,348 @@
+// The shared regions and their coherence protocol, on every policy combination: litmus tests,
+// false sharing, threads, bad use, and a randomized checker of data-race-free programs against
+// a sequential replay in the observed lock and barrier order.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "coherence/space.hpp"
+#include "dsm/common/env.hpp"
+#include "dsm/signal/backoff.hpp"
+#include "tests/mp_test.hpp"
+
+using loom::coherence::AtomicWord;
+using loom::coherence::Config;
+using loom::coherence::Lock;
+using loom::coherence::Order;
+using loom::coherence::Policy;
+using loom::coherence::Space;
+using loom::test::rt;
+
+namespace {
+
+std::vector<Policy> policies() {
+  std::vector<Policy> out;
+  for (auto name : {"floating-ts", "floating-dir", "fixed-ts", "fixed-dir"}) out.push_back(Policy::parse(name));
+  return out;
+}
+
+Config config_for(const Policy& p) {
+  Config c = Config::from_env();
+  c.policy = p;
+  c.reserve = size_t{1} << 30;
+  return c;
+}
+
+// Runs body once per policy, each with a fresh Space.
+template <typename F>
+void each_policy(F body) {
+  for (const Policy& p : policies()) {
+    SCOPED_TRACE(p.name());
+    Space s(rt(), config_for(p));
+    body(s);
+  }
+}
+
+int me() { return rt().rank(); }
+int np() { return rt().size(); }
+
+}  // namespace
+
+TEST(Coherence, RegionAtSameAddressEverywhere) {
+  each_policy([](Space& s) {
+    auto& r = s.create_region(1 << 20);
+    uint64_t a = reinterpret_cast<uint64_t>(r.base());
+    auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&a, 1)));
+    for (auto& x : all) {
+      uint64_t v;
+      std::memcpy(&v, x.data(), 8);
+      EXPECT_EQ(v, a);
+    }
+    auto* arr = r.new_array<uint64_t>(100);
+    auto* arr2 = r.new_array<uint64_t>(100);
+    uint64_t pa[2] = {reinterpret_cast<uint64_t>(arr), reinterpret_cast<uint64_t>(arr2)};
+    auto allp = rt().bootstrap().allgather(std::as_bytes(std::span(pa, 2)));
+    for (auto& x : allp) EXPECT_EQ(std::memcmp(x.data(), pa, sizeof pa), 0);
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(arr[i], 0u);
+    r.delete_array(arr);
+    s.destroy_region(r);
+  });
+}
+
+// Message passing through a lock: data written before the release is seen after the acquire.
+TEST(Coherence, MessagePassingThroughLock) {
+  each_policy([](Space& s) {
+    auto& r = s.create_region(1 << 20);
+    const int kWords = 3000;  // several blocks
+    auto* data = r.new_array<uint64_t>(kWords);
+    auto* flag = r.new_array<uint64_t>(1);
+    Lock l = s.make_lock();
+    s.barrier();
+    for (int round = 1; round <= 3; ++round) {
+      int writer = round % np();
+      if (me() == writer) {
+        l.lock();
+        for (int i = 0; i < kWords; ++i) data[i] = static_cast<uint64_t>(round) * 100000 + static_cast<uint64_t>(i);
+        *flag = static_cast<uint64_t>(round);
+        l.unlock();
+      } else {
+        for (;;) {
+          l.lock();
+          uint64_t f = *flag;
+          if (f == static_cast<uint64_t>(round)) {
+            for (int i = 0; i < kWords; ++i)
+              ASSERT_EQ(data[i], static_cast<uint64_t>(round) * 100000 + static_cast<uint64_t>(i)) << "word " << i;
+            l.unlock();
+            break;
+          }
+          l.unlock();
+          std::this_thread::yield();
+        }
+      }
+      s.barrier();
+    }
+    s.destroy_region(r);
+  });
+}
+
+// Every process writes its own slot of one block (false sharing); after a barrier everyone
+// sees every slot, round after round.
+TEST(Coherence, BarrierAndFalseSharing) {
+  each_policy([](Space& s) {
+    auto& r = s.create_region(1 << 20);
+    auto* slots = r.new_array<uint64_t>(64);
+    auto* bytes = r.new_array<uint8_t>(64);
+    for (int round = 1; round <= 20; ++round) {
+      slots[me()] = static_cast<uint64_t>(round * 1000 + me());
+      bytes[me()] = static_cast<uint8_t>(round + me());
+      s.barrier();
+      for (int p = 0; p < np(); ++p) {
+        ASSERT_EQ(slots[p], static_cast<uint64_t>(round * 1000 + p)) << "round " << round << " slot " << p;
+        ASSERT_EQ(bytes[p], static_cast<uint8_t>(round + p)) << "round " << round << " byte " << p;
+      }
+      s.barrier();
+    }
+    s.destroy_region(r);
+  });
+}
+
+// A release-store / acquire-load flag on an atomic word orders plain data.
+TEST(Coherence, ReleaseStoreAcquireLoad) {
+  each_policy([](Space& s) {
+    auto& r = s.create_region(1 << 20);
+    auto* data = r.new_array<uint64_t>(1024);
+    AtomicWord flag = s.make_atomic(0);
+    s.barrier();
+    for (uint64_t round = 1; round <= 3; ++round) {
+      int writer = static_cast<int>(round) % np();
+      if (me() == writer) {
+        for (int i = 0; i < 1024; ++i) data[i] = round * 7 + static_cast<uint64_t>(i);
+        flag.store(round, Order::Release);
+      } else {
+        loom::signal::Backoff b;
+        while (flag.load(Order::Acquire) != round) b.pause();
+        for (int i = 0; i < 1024; ++i) ASSERT_EQ(data[i], round * 7 + static_cast<uint64_t>(i));
+      }
+      s.barrier();
+    }
+    s.destroy_region(r);
+  });
+}
+
+// Store buffering under one lock: the two critical sections are ordered, so at most one of them
+// can miss the other's store.
+TEST(Coherence, StoreBufferingUnderLock) {
+  each_policy([](Space& s) {
+    auto& r = s.create_region(1 << 20, 4096);
+    auto* x = r.new_array<uint64_t>(512);  // own block
+    auto* y = r.new_array<uint64_t>(512);  // another block
+    Lock l = s.make_lock();
+    for (int round = 0; round < 20; ++round) {
+      uint64_t seen = 99;
+      if (me() < 2 && np() >= 2) {
+        l.lock();
+        if (me() == 0) {
+          x[0] = 1;
+          seen = y[0];
+        } else {
+          y[0] = 1;
+          seen = x[0];
+        }
+        l.unlock();
+      }
+      auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&seen, 1)));
+      uint64_t a, b;
+      std::memcpy(&a, all[0].data(), 8);
+      std::memcpy(&b, all[1].data(), 8);
+      ASSERT_FALSE(a == 0 && b == 0) << "round " << round << ": both critical sections missed the other's store";
+      s.barrier();
+      if (me() == 0) x[0] = 0, y[0] = 0;
+      s.barrier();
+    }
+    s.destroy_region(r);
+  });
+}
+
+TEST(Coherence, CounterUnderLockAndAtomics) {
+  each_policy([](Space& s) {
+    auto& r = s.create_region(1 << 20);
+    auto* counter = r.new_array<uint64_t>(1);
+    Lock l = s.make_lock();
+    AtomicWord a = s.make_atomic(5);
+    const int k = 50;
+    for (int i = 0; i < k; ++i) {
+      l.lock();
+      *counter += 1;
+      l.unlock();
+      a.fetch_add(2, Order::Relaxed);
+    }
+    s.barrier();
+    EXPECT_EQ(*counter, static_cast<uint64_t>(k * np()));
+    EXPECT_EQ(a.load(Order::Relaxed), 5u + 2u * static_cast<uint64_t>(k * np()));
+    // compare_swap: exactly one winner per round.
+    AtomicWord c = s.make_atomic(0);
+    uint64_t won = c.compare_swap(0, static_cast<uint64_t>(me()) + 1) == 0 ? 1 : 0;
+    auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&won, 1)));
+    uint64_t winners = 0;
+    for (auto& x : all) {
+      uint64_t v;
+      std::memcpy(&v, x.data(), 8);
+      winners += v;
+    }
+    EXPECT_EQ(winners, 1u);
+    s.barrier();
+    s.destroy_region(r);
+  });
+}
+
+// Explicit accessors: declared reads and writes take no faults.
+TEST(Coherence, ExplicitAccessorsTakeNoFaults) {
+  each_policy([](Space& s) {
+    auto& r = s.create_region(1 << 20);
+    auto* v = r.new_array<uint64_t>(2048);
+    s.barrier();
+    uint64_t before = s.stats().faults;
+    uint64_t* w = s.writing(v + static_cast<size_t>(me()) * 128, 128);
+    for (int i = 0; i < 128; ++i) w[i] = static_cast<uint64_t>(me() * 1000 + i);
+    EXPECT_EQ(s.stats().faults, before);
+    s.barrier();
+    before = s.stats().faults;
+    for (int p = 0; p < np(); ++p) {
+      const uint64_t* q = s.reading(v + static_cast<size_t>(p) * 128, 128);
+      for (int i = 0; i < 128; ++i) ASSERT_EQ(q[i], static_cast<uint64_t>(p * 1000 + i));
+    }
+    EXPECT_EQ(s.stats().faults, before);
+    s.barrier();
+    s.destroy_region(r);
+  });
+}
+
+// Local (per-process) allocation: objects built by their owner, read by everyone.
+TEST(Coherence, LocalAllocation) {
+  each_policy([](Space& s) {
+    auto& r = s.create_region(4 << 20);
+    struct Node {
+      uint64_t key;
+      uint64_t value[7];
+    };
+    Node* mine = r.make_local<Node>(Node{static_cast<uint64_t>(me()), {1, 2, 3, 4, 5, 6, 7}});
+    uint64_t addr = reinterpret_cast<uint64_t>(mine);
+    auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&addr, 1)));
+    s.barrier();
+    for (int p = 0; p < np(); ++p) {
+      uint64_t a;
+      std::memcpy(&a, all[static_cast<size_t>(p)].data(), 8);
+      const Node* n = reinterpret_cast<const Node*>(a);
+      ASSERT_EQ(n->key, static_cast<uint64_t>(p));
+      ASSERT_EQ(n->value[6], 7u);
+    }
+    s.barrier();
+    r.destroy_local(mine);
+    EXPECT_THROW(r.deallocate_local(mine), loom::Error);  // freed twice
+    s.destroy_region(r);
+  });
+}
+
+TEST(Coherence, BadUseIsAClearError) {
+  Space s(rt(), config_for(Policy::parse("floating-ts")));
+  auto& r = s.create_region(1 << 20);
+  uint64_t outside = 0;
+  try {
+    s.declare_read(&outside, 8);
+    FAIL() << "no error for a declared read outside any region";
+  } catch (const loom::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not inside one shared region"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(s.declare_write(r.base() + r.size() - 4, 8), loom::Error);  // runs off the end
+  auto* a = r.new_array<uint64_t>(8);
+  r.delete_array(a);
+  try {
+    r.delete_array(a);
+    FAIL() << "no error for a double free";
+  } catch (const loom::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("freed twice"), std::string::npos) << e.what();
+  }
+  try {
+    s.create_region(size_t{2} << 30);
+    FAIL() << "no error for a region larger than the reserve";
+  } catch (const loom::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("reserve"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(s.create_region(1 << 20, 3000), loom::Error);  // not a power of two
+  Lock l = s.make_lock();
+  EXPECT_THROW(l.unlock(), loom::Error);  // not held
+  l.lock();
+  EXPECT_THROW(l.lock(), loom::Error);  // already held by this thread
+  l.unlock();
+  Lock unmade;
+  EXPECT_THROW(unmade.lock(), loom::Error);
+  s.destroy_region(r);
+}
+
+// A plain access to reserved addresses outside any region dies with a message that says so.
+TEST(CoherenceDeathTest, FaultOutsideAnyRegion) {
+  Space s(rt(), config_for(Policy::parse("floating-ts")));
+  auto& r = s.create_region(1 << 20);
+  volatile uint8_t* beyond = s.address_space().reserve_base() + s.address_space().reserve_size() - 4096;
+  EXPECT_DEATH({ (void)*beyond; }, "outside any region");
+  s.destroy_region(r);
+}
+
+// Two threads per process fault on the same blocks at once (run with --threads 2).
+TEST(Coherence, ThreadsShareTheCache) {
+  const int threads = rt().threads_per_process();
+  if (threads < 2) GTEST_SKIP() << "run with --threads 2 (ctest coherence.threads.*)";
+  each_policy([threads](Space& s) {
+    auto& r = s.create_region(1 << 20);
+    const int per = 64;  // bytes each thread owns in every block
+    const int blocks = 8;
+    auto* mem = r.new_array<uint8_t>(static_cast<size_t>(blocks) * 4096);
+    const int writers = np() * threads;
+    ASSERT_LE(writers * per, 4096);
+    std::atomic<int> bad{0};
+    auto work = [&](int t) {
+      int id = me() * threads + t;
+      for (int round = 1; round <= 5; ++round) {
+        for (int b = 0; b < blocks; ++b)
+          for (int i = 0; i < per; ++i) mem[b * 4096 + id * per + i] = static_cast<uint8_t>(round * 31 + id + i);
+        s.barrier();
+        for (int b = 0; b < blocks; ++b)
+          for (int w = 0; w < writers; ++w)
+            for (int i = 0; i < per; ++i)
+              if (mem[b * 4096 + w * per + i] != static_cast<uint8_t>(round * 31 + w + i)) bad.fetch_add(1);
+        s.barrier();
+      }
+    };
+    std::vector<std::thread> ts;
+    for (int t = 1; t < threads; ++t) ts.emplace_back(work, t);
+    work(0);
+    for (auto& t : ts) t.join();
+    EXPECT_EQ(bad.load(), 0);
+    s.destroy_region(r);
+  });
+}
