@@ -951,10 +951,15 @@ void Space::on_fault(region::Region& r, size_t block, bool write) {
   if (busy) sched_yield();
 }
 
-void Space::declare_read(const void* p, size_t n) {
+void Space::declare_read(const void* p, size_t n) { declare(p, n, false); }
+void Space::declare_write(void* p, size_t n) { declare(p, n, true); }
+
+// Makes every block of [p, p+n) readable (and, for a write, dirty) without a fault.
+void Space::declare(const void* p, size_t n, bool write) {
   Impl& I = *impl_;
   region::Region* r = I.as->find(p);
-  if (r == nullptr || !r->contains(p, n)) fail("dsm: read of ", n, " bytes at ", p, ": not inside one shared region");
+  if (r == nullptr || !r->contains(p, n))
+    fail("dsm: ", write ? "write" : "read", " of ", n, " bytes at ", p, ": not inside one shared region");
   RegionState* rs = I.state_of(*r);
   if (n == 0) return;
   region::InRuntime ir;
@@ -962,29 +967,12 @@ void Space::declare_read(const void* p, size_t n) {
   std::optional<Impl::LaneGuard> lane;
   for (size_t b = first; b <= last; ++b) {
     BlockMeta& m = rs->meta[b];
-    if (m.state != State::Invalid) continue;  // racy peek; confirmed under the mutex
+    // A racy peek, confirmed under the mutex.
+    if (m.state == State::Dirty || (!write && m.state == State::Clean)) continue;
     if (!lane) lane.emplace(I);
     std::lock_guard<std::mutex> g(m.mu);
     if (m.state == State::Invalid) I.fetch(**lane, *rs, m);
-  }
-}
-
-void Space::declare_write(void* p, size_t n) {
-  Impl& I = *impl_;
-  region::Region* r = I.as->find(p);
-  if (r == nullptr || !r->contains(p, n)) fail("dsm: write of ", n, " bytes at ", p, ": not inside one shared region");
-  RegionState* rs = I.state_of(*r);
-  if (n == 0) return;
-  region::InRuntime ir;
-  size_t first = r->block_of(p), last = r->block_of(static_cast<uint8_t*>(p) + n - 1);
-  std::optional<Impl::LaneGuard> lane;
-  for (size_t b = first; b <= last; ++b) {
-    BlockMeta& m = rs->meta[b];
-    if (m.state == State::Dirty) continue;
-    if (!lane) lane.emplace(I);
-    std::lock_guard<std::mutex> g(m.mu);
-    if (m.state == State::Invalid) I.fetch(**lane, *rs, m);
-    if (m.state == State::Clean) I.make_dirty(*rs, m);
+    if (write && m.state == State::Clean) I.make_dirty(*rs, m);
   }
 }
 

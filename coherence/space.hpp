@@ -148,6 +148,7 @@ class Space final : public region::FaultSink {
  private:
   friend class Lock;
   friend class AtomicWord;
+  void declare(const void* p, size_t n, bool write);
   Runtime& rt_;
   Config cfg_;
   std::unique_ptr<Impl> impl_;
