@@ -45,9 +45,7 @@ double fabric_read_us(Runtime& rt, size_t len, int rounds) {
     uint64_t addr;
     uint32_t rkey, pad;
   } mine{buf.address(), buf.rkey, 0};
-  auto all = rt.bootstrap().allgather(std::as_bytes(std::span(&mine, 1)));
-  R peer;
-  std::memcpy(&peer, all[1].data(), sizeof peer);
+  R peer = rt.bootstrap().allgather_value(mine)[1];
   double us = 0;
   if (rt.rank() == 0) {
     auto& qp = mesh->qp(1);

@@ -27,6 +27,7 @@
 #include "dsm/common/env.hpp"
 #include "dsm/common/log.hpp"
 #include "dsm/runtime/connect.hpp"
+#include "dsm/runtime/remote_memory.hpp"
 #include "dsm/signal/backoff.hpp"
 
 namespace loom::coherence {
@@ -150,18 +151,16 @@ struct BlockMeta : bi::list_base_hook<> {
 };
 using DirtyList = bi::list<BlockMeta>;
 
-struct Remote {
-  uint64_t addr = 0;
-  uint32_t rkey = 0;
-  uint32_t pad = 0;
-};
+inline RemoteMemoryLocator locator_of(const memory::RDMAMemory& m, int rank) {
+  return RemoteMemoryLocator{rank, m.zone, m.address(), m.size, m.rkey};
+}
 
 struct RegionState {
   region::Region* r = nullptr;
   uint32_t slot = 0;
   memory::RDMAMemory mem;  // [header][public copies][directory][invalidation flags]
   size_t pub_off = 0, dir_off = 0, flag_off = 0, dir_stride = 0;
-  std::vector<Remote> remote;
+  std::vector<RemoteMemoryLocator> remote;
   std::unique_ptr<BlockMeta[]> meta;
   uint8_t* twins = nullptr;
   uint64_t inval_seen = 0;
@@ -197,7 +196,7 @@ struct Space::Impl {
 
   // Synchronization memory: barrier mailboxes, sync-object slots, queue-lock nodes.
   memory::RDMAMemory sync;
-  std::vector<Remote> sync_remote;
+  std::vector<RemoteMemoryLocator> sync_remote;
   size_t mbox_bytes = 0, mbox_off = 0, slot_bytes = 0, slot_off = 0, qnode_off = 0;
   int rounds = 0;
   uint32_t next_sync = 0;
@@ -691,16 +690,14 @@ struct Space::Impl {
     }
   }
 
-  void acquire_wire(std::span<const uint8_t> bytes, const char* from) {
+  // An acquire of the notices a synchronization object carried. fence_mu held.
+  template <typename... What>
+  void acquire_wire(std::span<const uint8_t> bytes, const What&... from) {
     uint64_t min_wts;
     {
       std::lock_guard<std::mutex> g(notice_mu);
-      uint64_t before = notices.min_wts();
-      if (!notices.merge_wire(bytes, static_cast<uint32_t>(n)))
-        fail("dsm: malformed write notices from ", from);
-      NoticeHeader h;
-      std::memcpy(&h, bytes.data(), sizeof h);
-      min_wts = std::max(before, h.min_wts);
+      if (!notices.merge_wire(bytes, static_cast<uint32_t>(n))) fail("dsm: malformed write notices from ", from...);
+      min_wts = notices.min_wts();
     }
     acquire_locked(min_wts);
   }
@@ -770,13 +767,7 @@ Space::Space(Runtime& rt, Config cfg) : rt_(rt), cfg_(cfg) {
     size_t sync_bytes = I.qnode_off + static_cast<size_t>(kMaxThreads) * kMaxHeld * 16;
     I.sync = rt.allocator().allocate_chunk(sync_bytes);
     std::memset(I.sync.addr, 0, I.sync.size);
-    Remote me{I.sync.address(), I.sync.rkey, 0};
-    auto all = rt.bootstrap().allgather(std::as_bytes(std::span(&me, 1)));
-    for (auto& a : all) {
-      Remote r;
-      std::memcpy(&r, a.data(), sizeof r);
-      I.sync_remote.push_back(r);
-    }
+    I.sync_remote = rt.bootstrap().allgather_value(locator_of(I.sync, I.rank));
     rt.barrier();
   } catch (...) {
     g_current.store(nullptr);
@@ -872,13 +863,7 @@ region::Region& Space::create_region(const region::RegionOptions& opt) {
     throw SystemError("dsm: mmap of the twin area", errno);
   }
   rs->twins = static_cast<uint8_t*>(tw);
-  Remote me{rs->mem.address(), rs->mem.rkey, 0};
-  auto all = rt_.bootstrap().allgather(std::as_bytes(std::span(&me, 1)));
-  for (auto& a : all) {
-    Remote x;
-    std::memcpy(&x, a.data(), sizeof x);
-    rs->remote.push_back(x);
-  }
+  rs->remote = rt_.bootstrap().allgather_value(locator_of(rs->mem, I.rank));
   {
     // Touch every peer's region memory once now: a provider may map peer memory on first use
     // (shm does), which allocates, and the fault handler must not be the first to get there.
@@ -1103,15 +1088,7 @@ void Lock::lock() {
   size_t len = I.notice_cap_bytes();
   I.post(*lane, home_, fabric::Opcode::Read, Space::Impl::kNotIn, static_cast<uint32_t>(len), tail + 64, I.sync_rkey(home_));
   I.wait(*lane);
-  std::vector<uint8_t> copy(I.scratch(*lane, Space::Impl::kNotIn), I.scratch(*lane, Space::Impl::kNotIn) + len);
-  std::string from = detail::concat("lock ", slot_);
-  {
-    std::lock_guard<std::mutex> ng(I.notice_mu);
-    if (!I.notices.merge_wire(copy, static_cast<uint32_t>(I.n))) fail("dsm: malformed write notices in ", from);
-  }
-  NoticeHeader h;
-  std::memcpy(&h, copy.data(), sizeof h);
-  I.acquire_locked(h.magic == kNoticeMagic ? h.min_wts : 0);
+  I.acquire_wire(std::span<const uint8_t>(I.scratch(*lane, Space::Impl::kNotIn), len), "lock ", slot_);
 }
 
 void Lock::unlock() {
@@ -1226,14 +1203,7 @@ uint64_t atomic_op(Space::Impl& I, int home, uint32_t slot, fabric::Opcode op, u
     I.post(*lane, home, fabric::Opcode::Read, Space::Impl::kNotIn, static_cast<uint32_t>(cap), base + 64, rkey);
     unlock_notices();
     I.wait(*lane);
-    std::vector<uint8_t> copy(I.scratch(*lane, Space::Impl::kNotIn), I.scratch(*lane, Space::Impl::kNotIn) + cap);
-    {
-      std::lock_guard<std::mutex> ng(I.notice_mu);
-      if (!I.notices.merge_wire(copy, static_cast<uint32_t>(I.n))) fail("dsm: malformed write notices at atomic word ", slot);
-    }
-    NoticeHeader h;
-    std::memcpy(&h, copy.data(), sizeof h);
-    I.acquire_locked(h.magic == kNoticeMagic ? h.min_wts : 0);
+    I.acquire_wire(std::span<const uint8_t>(I.scratch(*lane, Space::Impl::kNotIn), cap), "atomic word ", slot);
   }
   return old;
 }

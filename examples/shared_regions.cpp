@@ -47,10 +47,9 @@ int main(int argc, char** argv) {
   mine->rank = rt.rank();
   std::snprintf(mine->text, sizeof mine->text, "hello from rank %d", rt.rank());
   uint64_t addr = reinterpret_cast<uint64_t>(mine);
-  auto all = rt.bootstrap().allgather(std::as_bytes(std::span(&addr, 1)));
+  auto all = rt.bootstrap().allgather_value(addr);  // every rank's object
   dsm.barrier();
-  uint64_t next_addr;
-  std::memcpy(&next_addr, all[static_cast<size_t>((rt.rank() + 1) % rt.size())].data(), 8);
+  uint64_t next_addr = all[static_cast<size_t>((rt.rank() + 1) % rt.size())];
   const Note* next = dsm.reading(reinterpret_cast<const Note*>(next_addr));  // declared: no fault
 
   std::printf("rank %d (%s): %llu numbers summing to %llu; next says \"%s\"\n", rt.rank(), dsm.policy().name().c_str(),

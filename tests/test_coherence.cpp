@@ -3,6 +3,7 @@
 // a sequential replay in the observed lock and barrier order.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -57,17 +58,11 @@ TEST(Coherence, RegionAtSameAddressEverywhere) {
   each_policy([](Space& s) {
     auto& r = s.create_region(1 << 20);
     uint64_t a = reinterpret_cast<uint64_t>(r.base());
-    auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&a, 1)));
-    for (auto& x : all) {
-      uint64_t v;
-      std::memcpy(&v, x.data(), 8);
-      EXPECT_EQ(v, a);
-    }
+    for (uint64_t v : rt().bootstrap().allgather_value(a)) EXPECT_EQ(v, a);
     auto* arr = r.new_array<uint64_t>(100);
     auto* arr2 = r.new_array<uint64_t>(100);
-    uint64_t pa[2] = {reinterpret_cast<uint64_t>(arr), reinterpret_cast<uint64_t>(arr2)};
-    auto allp = rt().bootstrap().allgather(std::as_bytes(std::span(pa, 2)));
-    for (auto& x : allp) EXPECT_EQ(std::memcmp(x.data(), pa, sizeof pa), 0);
+    std::array<uint64_t, 2> pa = {reinterpret_cast<uint64_t>(arr), reinterpret_cast<uint64_t>(arr2)};
+    for (auto& x : rt().bootstrap().allgather_value(pa)) EXPECT_EQ(x, pa);
     for (int i = 0; i < 100; ++i) EXPECT_EQ(arr[i], 0u);
     r.delete_array(arr);
     s.destroy_region(r);
@@ -175,10 +170,8 @@ TEST(Coherence, StoreBufferingUnderLock) {
         }
         l.unlock();
       }
-      auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&seen, 1)));
-      uint64_t a, b;
-      std::memcpy(&a, all[0].data(), 8);
-      std::memcpy(&b, all[1].data(), 8);
+      auto all = rt().bootstrap().allgather_value(seen);
+      uint64_t a = all[0], b = all[1];
       ASSERT_FALSE(a == 0 && b == 0) << "round " << round << ": both critical sections missed the other's store";
       s.barrier();
       if (me() == 0) x[0] = 0, y[0] = 0;
@@ -207,13 +200,8 @@ TEST(Coherence, CounterUnderLockAndAtomics) {
     // compare_swap: exactly one winner per round.
     AtomicWord c = s.make_atomic(0);
     uint64_t won = c.compare_swap(0, static_cast<uint64_t>(me()) + 1) == 0 ? 1 : 0;
-    auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&won, 1)));
     uint64_t winners = 0;
-    for (auto& x : all) {
-      uint64_t v;
-      std::memcpy(&v, x.data(), 8);
-      winners += v;
-    }
+    for (uint64_t v : rt().bootstrap().allgather_value(won)) winners += v;
     EXPECT_EQ(winners, 1u);
     s.barrier();
     s.destroy_region(r);
@@ -252,12 +240,10 @@ TEST(Coherence, LocalAllocation) {
     };
     Node* mine = r.make_local<Node>(Node{static_cast<uint64_t>(me()), {1, 2, 3, 4, 5, 6, 7}});
     uint64_t addr = reinterpret_cast<uint64_t>(mine);
-    auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&addr, 1)));
+    auto all = rt().bootstrap().allgather_value(addr);
     s.barrier();
     for (int p = 0; p < np(); ++p) {
-      uint64_t a;
-      std::memcpy(&a, all[static_cast<size_t>(p)].data(), 8);
-      const Node* n = reinterpret_cast<const Node*>(a);
+      const Node* n = reinterpret_cast<const Node*>(all[static_cast<size_t>(p)]);
       ASSERT_EQ(n->key, static_cast<uint64_t>(p));
       ASSERT_EQ(n->value[6], 7u);
     }

@@ -201,8 +201,7 @@ AddressSpace::AddressSpace(runtime::Bootstrap& boot, size_t reserve, FaultSink& 
       mine = mmap(nullptr, reserve, PROT_NONE, flags, -1, 0);
       if (mine != MAP_FAILED) addr = reinterpret_cast<uint64_t>(mine);
     }
-    auto all = boot.allgather(std::as_bytes(std::span(&addr, 1)));
-    std::memcpy(&addr, all[0].data(), 8);
+    addr = boot.allgather_value(addr)[0];
     if (addr == 0) break;
     if (boot.rank() != 0) {
       mine = mmap(reinterpret_cast<void*>(addr), reserve, PROT_NONE, flags | MAP_FIXED_NOREPLACE, -1, 0);
@@ -212,13 +211,8 @@ AddressSpace::AddressSpace(runtime::Bootstrap& boot, size_t reserve, FaultSink& 
       }
     }
     uint64_t ok = mine != MAP_FAILED ? 1 : 0;
-    auto oks = boot.allgather(std::as_bytes(std::span(&ok, 1)));
     bool all_ok = true;
-    for (auto& o : oks) {
-      uint64_t v;
-      std::memcpy(&v, o.data(), 8);
-      all_ok = all_ok && v == 1;
-    }
+    for (uint64_t v : boot.allgather_value(ok)) all_ok = all_ok && v == 1;
     if (all_ok) {
       reserve_ = static_cast<uint8_t*>(mine);
     } else if (mine != MAP_FAILED) {
@@ -264,10 +258,9 @@ Region& AddressSpace::create(const RegionOptions& opt) {
 
   // Every process must ask for the same region, or the addresses would differ.
   Agreement mine{size, opt.block_size, local, next_id_};
-  auto all = boot_.allgather(std::as_bytes(std::span(&mine, 1)));
+  auto all = boot_.allgather_value(mine);
   for (int r = 0; r < n; ++r) {
-    Agreement a;
-    std::memcpy(&a, all[static_cast<size_t>(r)].data(), sizeof a);
+    const Agreement& a = all[static_cast<size_t>(r)];
     if (std::memcmp(&a, &mine, sizeof a) != 0)
       fail("region: rank ", r, " creates a region of ", a.size, " bytes with ", a.block, "-byte blocks (region ", a.id,
            ") while this rank asks for ", size, " bytes, ", opt.block_size, "-byte blocks (region ", mine.id, "): creation is collective");

@@ -3,10 +3,14 @@
 // (endpoints, memory keys). The embedded implementation serves loomrun on one host; a PMIx one
 // for cluster launchers plugs in behind the same interface.
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#include "dsm/common/error.hpp"
 
 namespace loom::runtime {
 
@@ -24,6 +28,20 @@ class Bootstrap {
   // Every rank contributes `mine`; returns all contributions indexed by rank.
   virtual std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) = 0;
   virtual void barrier() = 0;
+
+  // allgather of one fixed-size value per rank (addresses, keys, flags). The bytes come from
+  // other processes: a contribution of another size is an error naming the rank.
+  template <typename T>
+  std::vector<T> allgather_value(const T& mine) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    auto all = allgather(std::as_bytes(std::span(&mine, 1)));
+    std::vector<T> out(all.size());
+    for (size_t r = 0; r < all.size(); ++r) {
+      if (all[r].size() != sizeof(T)) fail("allgather: rank ", r, " sent ", all[r].size(), " bytes where ", sizeof(T), " were due");
+      std::memcpy(&out[r], all[r].data(), sizeof(T));
+    }
+    return out;
+  }
 };
 
 // The embedded bootstrap of loomrun: a per-job shared-memory file with one slot per rank and a
