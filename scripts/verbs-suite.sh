@@ -16,12 +16,15 @@ export LOOM_TEST_DSM_PROGRAMS=${LOOM_TEST_DSM_PROGRAMS:-200}
 [ -n "${RXE_GID_INDEX:-}" ] && export LOOM_VERBS_GID_INDEX=$RXE_GID_INDEX
 passed=0
 failed=0
-for t in fabric service transmitter invoke coherence; do
+for t in fabric fabric-st service transmitter invoke coherence; do
   threads=1
+  bin=$t
+  # fabric-st: the fabric suite on thread-domain QPs (QpCaps::single_thread).
+  if [ "$t" = fabric-st ]; then bin=fabric; export LOOM_TEST_QP_SINGLE_THREAD=1; else unset LOOM_TEST_QP_SINGLE_THREAD; fi
   [ "$t" = invoke ] && threads=2  # every thread is a call destination
   for np in $nprocs; do
     start=$(date +%s)
-    if "$build/loomrun" -n "$np" --threads "$threads" --timeout 300 "$build/tests/test_$t" > "/tmp/verbs-$t-$np.log" 2>&1; then
+    if "$build/loomrun" -n "$np" --threads "$threads" --timeout 300 "$build/tests/test_$bin" > "/tmp/verbs-$t-$np.log" 2>&1; then
       passed=$((passed + 1))
       echo "PASS verbs $t -n $np ($(( $(date +%s) - start )) s)"
     else

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "dsm/common/env.hpp"
 #include "dsm/fabric/shm/shm_provider.hpp"
 #include "dsm/signal/backoff.hpp"
 #include "dsm/signal/notified_flag.hpp"
@@ -21,16 +22,28 @@ using fabric::Status;
 
 namespace {
 
+// Waits for one completion; a request that never completes (an unsignaled one that should have
+// failed) is a test failure after 20 s, not a hang.
 fabric::Completion wait_one(fabric::CompletionQueue& cq) {
   fabric::Completion c;
   signal::Backoff b;
-  while (cq.poll(std::span(&c, 1)) == 0) b.pause();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (cq.poll(std::span(&c, 1)) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ADD_FAILURE() << "no completion within 20 s";
+      c.status = Status::Success;
+      c.wr_id = 0;
+      return c;
+    }
+    b.pause();
+  }
   return c;
 }
 
-// Posts one signaled request on a raw QP and returns its completion.
-fabric::Completion run(fabric::QueuePair& qp, fabric::CompletionQueue& cq, fabric::SendWr wr) {
-  wr.signaled = true;
+// Posts one request on a raw QP and returns its completion. Unsignaled: only for requests that
+// fail, which report anyway (and on shm take the path of unsignaled WRITEs).
+fabric::Completion run(fabric::QueuePair& qp, fabric::CompletionQueue& cq, fabric::SendWr wr, bool signaled = true) {
+  wr.signaled = signaled;
   wr.wr_id = 0xC0FFEE;
   EXPECT_EQ(qp.post_send(wr), fabric::PostResult::Ok);
   auto c = wait_one(cq);
@@ -47,10 +60,15 @@ fabric::SendWr rdma(Opcode op, const memory::RDMAMemory& local, size_t off, uint
   return wr;
 }
 
+// LOOM_TEST_QP_SINGLE_THREAD=1 runs the suite on thread-domain QPs (QpCaps::single_thread);
+// tests whose threads share a QP keep thread-safe ones.
+bool single_thread_qps() { return env::get_int("LOOM_TEST_QP_SINGLE_THREAD", 0) != 0; }
+
 fabric::QpCaps small_caps() {
   fabric::QpCaps c;
   c.max_send_wr = 64;
   c.max_recv_wr = 64;
+  c.single_thread = single_thread_qps();
   return c;
 }
 
@@ -221,7 +239,7 @@ TEST(Fabric, BadKeysAndBoundsAreErrors) {
 
   // Collective. Even and odd ranks take turns causing the error: on an RC transport the
   // responder's QP enters the error state too, and with 2 ranks both directions share one QP.
-  auto expect_error = [&](fabric::SendWr wr, Status want, int line) {
+  auto expect_error = [&](fabric::SendWr wr, Status want, int line, bool signaled = true) {
     SCOPED_TRACE("case at line " + std::to_string(line));
     for (int turn = 0; turn < 2; ++turn) {
       const bool mine = rt().rank() % 2 == turn;
@@ -229,7 +247,7 @@ TEST(Fabric, BadKeysAndBoundsAreErrors) {
       // directions share one QP, and the peer's last request would be flushed by our error.
       rt().barrier();
       if (mine) {
-        Status got = run(qp, cq, wr).status;
+        Status got = run(qp, cq, wr, signaled).status;
         // rxe reports local errors as a QP operation error where others are precise.
         if (!(want == Status::LocalProtectionError && got == Status::LocalOperationError)) {
           EXPECT_EQ(got, want);
@@ -275,13 +293,34 @@ TEST(Fabric, BadKeysAndBoundsAreErrors) {
   auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&mine, 1)));
   Remote theirs;
   std::memcpy(&theirs, all[static_cast<size_t>(dst)].data(), sizeof theirs);
+  // A local registration of our own, used as a source below.
+  auto lmr = rt().provider().register_memory(extra.bytes() + 8192, 4096, fabric::kAllAccess);
+  fabric::SendWr from_lmr = rdma(Opcode::Write, buf.local, 0, 8, theirs, 0);
+  from_lmr.local = {reinterpret_cast<uint64_t>(lmr.addr), 8, lmr.lkey};
   EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 0, 8, theirs, 0)).status, Status::Success);
   EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 0, 64, theirs, 4096 - 64)).status, Status::Success);
   expect_error(rdma(Opcode::Write, buf.local, 0, 64, theirs, 4096 - 32), Status::RemoteAccessError, __LINE__);  // past the end
   expect_error(rdma(Opcode::Read, buf.local, 0, 8, theirs, static_cast<uint64_t>(-8)), Status::RemoteAccessError, __LINE__);  // before
+  // Keys revoked after use: WRITEs with exactly these keys come last before the revocation, so a
+  // provider that remembers keys (shm does, per QP and thread) holds them when it happens.
+  auto use = [&](const fabric::SendWr& wr) {
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(qp.post_send(wr), fabric::PostResult::Ok);
+    EXPECT_EQ(run(qp, cq, wr).status, Status::Success);
+  };
+  rt().barrier();
+  use(from_lmr);
+  rt().barrier();
+  // Our own source key: the next WRITE from it fails, unsignaled (this thread's last post on
+  // the QP) as signaled.
+  rt().provider().deregister(lmr);
+  expect_error(from_lmr, Status::LocalProtectionError, __LINE__, false);
+  expect_error(from_lmr, Status::LocalProtectionError, __LINE__);
+  rt().barrier();
+  use(rdma(Opcode::Write, buf.local, 0, 8, theirs, 0));
   rt().barrier();
   rt().provider().deregister(mr);
   rt().barrier();
+  expect_error(rdma(Opcode::Write, buf.local, 0, 8, theirs, 0), Status::RemoteAccessError, __LINE__, false);
   expect_error(rdma(Opcode::Write, buf.local, 0, 8, theirs, 0), Status::RemoteAccessError, __LINE__);
   rt().barrier();
   rt().allocator().free_chunk(extra);
@@ -304,6 +343,7 @@ TEST(Fabric, QueueDepthsAreEnforced) {
   fabric::QpCaps want;
   want.max_send_wr = 4;
   want.max_recv_wr = 4;
+  want.single_thread = single_thread_qps();
   auto mesh = rt().make_mesh(want);
   auto& qp = mesh->qp(right());
   auto& cq = *mesh->send_cqs[static_cast<size_t>(right())];

@@ -14,14 +14,18 @@
 using namespace loom;
 using namespace loom::test;
 
-TEST(Transmitter, ManyThreadsOneQueuePairNoOverflowExactRecycling) {
-  const int T = static_cast<int>(env::get_int("LOOM_TEST_STRESS_THREADS", 4));
+namespace {
+
+// T threads post through one Transmitter; with single_thread, T is 1 and the QP is a thread
+// domain (the Transmitter then keeps its own lane and uses no locked instructions).
+void stress(int T, bool single_thread) {
   const uint64_t total = static_cast<uint64_t>(env::get_int("LOOM_TEST_STRESS_POSTS", 1000000));
   const uint64_t per_thread = total / static_cast<uint64_t>(T);
   const size_t slots = 256;  // per thread, at the target
   SharedBuffers buf(static_cast<size_t>(T) * slots * 64 + 4096);
   fabric::QpCaps caps;
   caps.max_send_wr = 128;  // small, so that credits run out often
+  caps.single_thread = single_thread;
   auto mesh = rt().make_mesh(caps);
   const int dst = right();
   signal::Transmitter& tx = mesh->tx(dst);
@@ -90,6 +94,14 @@ TEST(Transmitter, ManyThreadsOneQueuePairNoOverflowExactRecycling) {
     }
   }
 }
+
+}  // namespace
+
+TEST(Transmitter, ManyThreadsOneQueuePairNoOverflowExactRecycling) {
+  stress(static_cast<int>(env::get_int("LOOM_TEST_STRESS_THREADS", 4)), false);
+}
+
+TEST(Transmitter, SingleThreadQueuePairNoOverflowExactRecycling) { stress(1, true); }
 
 // The flush tag of a post is complete only once a later signaled completion arrived.
 TEST(Transmitter, WaitAndFlushCompleteEverything) {

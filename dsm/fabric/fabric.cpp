@@ -52,26 +52,6 @@ void throw_endpoint_error(const char* provider, const char* what, int expected_r
   fail(provider, ": the endpoint for the queue pair to rank ", expected_rank, " ", what);
 }
 
-PostResult check_send(const SendWr& wr, const QpCaps& caps) {
-  switch (wr.opcode) {
-    case Opcode::Write:
-    case Opcode::WriteWithImm:
-    case Opcode::Send:
-      break;
-    case Opcode::Read:
-      if (wr.inline_data) return PostResult::InvalidArgument;
-      break;
-    case Opcode::CompareSwap:
-    case Opcode::FetchAdd:
-      if (wr.local.length != 8 || wr.inline_data || wr.remote_addr % 8 != 0) return PostResult::InvalidArgument;
-      break;
-    default:
-      return PostResult::InvalidArgument;
-  }
-  if (wr.inline_data && wr.local.length > caps.max_inline) return PostResult::InvalidArgument;
-  return PostResult::Ok;
-}
-
 std::vector<std::string> compiled_providers() {
 #ifdef LOOM_HAVE_VERBS
   return {"shm", "verbs"};

@@ -132,6 +132,11 @@ struct QpCaps {
   uint32_t max_send_wr = 256;
   uint32_t max_recv_wr = 256;
   uint32_t max_inline = 64;
+  // A thread domain (verbs' ibv_td, UCX's UCS_THREAD_MODE_SINGLE): the caller promises that
+  // post_send and post_recv on this QP never run concurrently, and the provider drops the
+  // synchronization it would otherwise need between posting threads. Polling the QP's
+  // completion queues may still happen on any thread.
+  bool single_thread = false;
 };
 
 enum class QpState : uint8_t { Init, Ready, Error };
@@ -142,7 +147,7 @@ class QueuePair {
   // Provider-specific bytes that the peer passes to connect().
   virtual std::vector<std::byte> endpoint() const = 0;
   virtual void connect(std::span<const std::byte> peer_endpoint) = 0;
-  // Thread-safe, as ibv_post_send is.
+  // Thread-safe, as ibv_post_send is (unless the QP was created single_thread).
   [[nodiscard]] virtual PostResult post_send(const SendWr& wr) = 0;
   [[nodiscard]] virtual PostResult post_recv(const RecvWr& wr) = 0;
   virtual QpState state() const = 0;
@@ -203,7 +208,26 @@ class Provider {
 
 // The contract's post-time checks, the same for every provider: unknown opcode, atomics that
 // are not 8 bytes on an 8-byte aligned word, inline READs or inline data over max_inline.
-PostResult check_send(const SendWr& wr, const QpCaps& caps);
+// Inline: it is on every post's path.
+inline PostResult check_send(const SendWr& wr, const QpCaps& caps) {
+  switch (wr.opcode) {
+    case Opcode::Write:
+    case Opcode::WriteWithImm:
+    case Opcode::Send:
+      break;
+    case Opcode::Read:
+      if (wr.inline_data) return PostResult::InvalidArgument;
+      break;
+    case Opcode::CompareSwap:
+    case Opcode::FetchAdd:
+      if (wr.local.length != 8 || wr.inline_data || wr.remote_addr % 8 != 0) return PostResult::InvalidArgument;
+      break;
+    default:
+      return PostResult::InvalidArgument;
+  }
+  if (wr.inline_data && wr.local.length > caps.max_inline) return PostResult::InvalidArgument;
+  return PostResult::Ok;
+}
 
 // Endpoint blobs are fixed-size trivially copyable structs with a magic number and the rank of
 // the process that made them; decoding checks both, since the bytes come from another process.

@@ -33,8 +33,20 @@ void CircularAllocator::grow(size_t count) {
     fresh.push_back(u.get());
     storage_.push_back(std::move(u));
   }
-  // New units go in at the current position, so they are handed out next, ahead of the busy unit.
-  ring_.insert(ring_.begin() + static_cast<std::ptrdiff_t>(pos_), fresh.begin(), fresh.end());
+  if (fresh.empty()) return;
+  for (size_t i = 0; i + 1 < fresh.size(); ++i) fresh[i]->ring_next = fresh[i + 1];
+  ring_.insert(ring_.end(), fresh.begin(), fresh.end());
+  if (cur_ == nullptr) {
+    fresh.back()->ring_next = fresh.front();
+  } else {
+    // New units go in at the current position, so they are handed out next, ahead of the busy
+    // unit. Growth is rare: finding the predecessor by a walk keeps the fast path to one store.
+    Unit* before = cur_;
+    while (before->ring_next != cur_) before = before->ring_next;
+    fresh.back()->ring_next = cur_;
+    before->ring_next = fresh.front();
+  }
+  cur_ = fresh.front();
 }
 
 Unit* CircularAllocator::next_slow() {
@@ -44,11 +56,8 @@ Unit* CircularAllocator::next_slow() {
   size_t add = growth_ == Growth::Linear ? initial_ : ring_.size();
   add = std::min(add, max_units_ - ring_.size());
   grow(add);
-  Unit* u = ring_[pos_];
-  pos_ = (pos_ + 1) % ring_.size();
-  u->in_use = true;
-  u->tagged = false;
-  ++u->uses;
+  Unit* u = cur_;
+  take(u);
   return u;
 }
 

@@ -27,6 +27,10 @@ class FlushSource {
     while (cur < to && !completed_.compare_exchange_weak(cur, to, std::memory_order_acq_rel)) {
     }
   }
+  // The same, for a source whose completions are observed by one thread only.
+  void advance_flush_single_writer(uint64_t to) {
+    if (completed_.load(std::memory_order_relaxed) < to) completed_.store(to, std::memory_order_release);
+  }
 
  private:
   alignas(64) std::atomic<uint64_t> completed_{0};
@@ -34,13 +38,15 @@ class FlushSource {
 
 enum class Growth { Linear, Exponential };
 
-struct Unit {
+// One cache line: the allocation fast path reads the whole of it.
+struct alignas(64) Unit {
   RDMAMemory mem;
   const FlushSource* source = nullptr;
   uint64_t tag = 0;
+  Unit* ring_next = nullptr;  // the next unit in circular order
+  uint32_t uses = 0;          // how many times it was handed out
   bool tagged = false;
   bool in_use = false;
-  uint64_t uses = 0;  // how many times it was handed out
 
   bool reusable() const { return !in_use && (!tagged || source->completed_flush() > tag); }
 };
@@ -56,13 +62,11 @@ class CircularAllocator {
   // The next unit in circular order if it is reusable; otherwise grows (up to max_units);
   // nullptr when full — the caller drives its transmitter's progress and asks again.
   Unit* next() {
-    if (pos_ >= ring_.size()) pos_ = 0;
-    Unit* u = ring_[pos_];
+    // The units form a circular list: one load finds the next, where an index into a vector
+    // needed three dependent ones on the path of every post.
+    Unit* u = cur_;
     if (!u->reusable()) return next_slow();
-    if (++pos_ == ring_.size()) pos_ = 0;
-    u->in_use = true;
-    u->tagged = false;
-    ++u->uses;
+    take(u);
     return u;
   }
   // Marks a handed-out unit as used by the operation with flush tag `tag` on `source`.
@@ -82,6 +86,12 @@ class CircularAllocator {
  private:
   void grow(size_t count);
   Unit* next_slow();
+  void take(Unit* u) {
+    cur_ = u->ring_next;
+    u->in_use = true;
+    u->tagged = false;
+    ++u->uses;
+  }
 
   RDMAAllocator& backing_;
   size_t unit_size_;
@@ -90,8 +100,8 @@ class CircularAllocator {
   size_t initial_;
   std::vector<RDMAMemory> chunks_;
   std::vector<std::unique_ptr<Unit>> storage_;
-  std::vector<Unit*> ring_;
-  size_t pos_ = 0;
+  std::vector<Unit*> ring_;  // every unit, in no particular order
+  Unit* cur_ = nullptr;      // the next to hand out
   RDMAMemory spare_;  // unused tail of the last chunk
   size_t spare_used_ = 0;
 };

@@ -35,7 +35,7 @@ void hand_back(uint64_t id, Transmitter::Lane& lane) {
 
 }  // namespace
 
-thread_local Transmitter::LaneCache Transmitter::t_lanes_{};
+constinit thread_local Transmitter::LaneCache Transmitter::t_lanes_{};
 
 namespace {
 // Hands a thread's lanes back when it exits; touched when the thread takes its first lane.
@@ -64,6 +64,15 @@ Transmitter::Transmitter(fabric::QueuePair& qp, fabric::CompletionQueue& send_cq
   // Lanes may hold (cached + unpublished) at most half of the queue between them.
   block_ = cfg.lane_block;
   max_lanes_ = block_ == 0 ? 0 : (depth_ / 2) / (2 * block_);
+  single_thread_ = qp.caps().single_thread;
+  if (single_thread_) {
+    // The only lane: it may take a signal interval's worth at once (cached plus unpublished then
+    // stay within half the queue).
+    block_ = std::max<uint32_t>(block_, std::min(interval_, depth_ / 4));
+    max_lanes_ = 1;
+    own_lane_.batching = block_ != 0;
+    lanes_.store(own_lane_.batching ? 1 : 0);
+  }
   word_.store(make_word(0, depth_));
   inline_limit_ = cfg.auto_inline && qp.inline_helps() ? qp.caps().max_inline : 0;
   std::lock_guard<std::mutex> g(g_registry_mu);
@@ -110,7 +119,7 @@ void Transmitter::return_lane(Lane& l) {
   while (!word_.compare_exchange_weak(w, make_word(word_since(w) + l.unpublished, word_credits(w) + l.credits),
                                       std::memory_order_acq_rel)) {
   }
-  posts_.fetch_add(l.posts, std::memory_order_relaxed);
+  posts_.fetch_add(l.posts + l.unpublished, std::memory_order_relaxed);
   if (l.batching) lanes_.fetch_sub(1, std::memory_order_acq_rel);
   l = Lane{};
 }
@@ -122,7 +131,9 @@ Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
   bool used_own = false;
   // Reap completions before the pool runs dry, so lanes keep refilling instead of every post
   // taking this path.
-  if (word_credits(word_.load(std::memory_order_relaxed)) < depth_ - depth_ / 4) progress();
+  if (word_credits(word_.load(std::memory_order_relaxed)) < depth_ - depth_ / 4 &&
+      issued_.load(std::memory_order_relaxed) > completed_flush())
+    progress();
   for (;;) {
     uint64_t w = word_.load(std::memory_order_acquire);
     uint64_t credits = word_credits(w);
@@ -141,7 +152,9 @@ Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
     uint64_t refill = 0;
     if (l.batching && !want && credits - take > reserve_ + block_) refill = block_;
     uint64_t nw = make_word(want ? 0 : since, credits - take - refill);
-    if (word_.compare_exchange_weak(w, nw, std::memory_order_acq_rel)) {
+    if (single_thread_ ? (word_.store(nw, std::memory_order_release), true)
+                       : word_.compare_exchange_weak(w, nw, std::memory_order_acq_rel)) {
+      l.posts += l.unpublished;
       l.unpublished = 0;
       if (own) --l.credits;
       l.credits += static_cast<uint32_t>(refill);
@@ -152,7 +165,7 @@ Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
     }
   }
   if (signaled) {
-    uint64_t issue = issued_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    uint64_t issue = add(issued_, 1) + 1;
     wr.wr_id = kMark | ((batch + 1) << kIssueBits) | (issue & kIssueMask);
     wr.signaled = true;
   } else {
@@ -170,26 +183,28 @@ Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
     return Posted{r, 0};
   }
   if (signaled) {
-    signaled_.fetch_add(1, std::memory_order_relaxed);
-    posts_.fetch_add(l.posts + 1, std::memory_order_relaxed);
+    add(signaled_, 1);
+    add(posts_, l.posts + 1);
     l.posts = 0;
   } else {
     ++l.unpublished;
-    ++l.posts;
   }
   return Posted{r, issued_.load(std::memory_order_acquire)};
 }
 
 int Transmitter::progress() {
-  fabric::Completion cs[32];
+  // Few at a time: signals are a quarter of the queue apart, and each entry here is
+  // initialized on every call.
+  fabric::Completion cs[8];
   int n = cq_.poll(cs);
   for (int i = 0; i < n; ++i) {
     const fabric::Completion& c = cs[i];
     if (c.wr_id & kMark) {
       uint64_t batch = (c.wr_id >> kIssueBits) & kBatchMask;
       uint64_t issue = c.wr_id & kIssueMask;
-      word_.fetch_add(batch, std::memory_order_acq_rel);  // credits are the low half
-      advance_flush(issue);
+      add(word_, batch);  // credits are the low half
+      if (single_thread_) advance_flush_single_writer(issue);
+      else advance_flush(issue);
     }
     if (c.status != fabric::Status::Success) {
       errors_.fetch_add(1, std::memory_order_relaxed);

@@ -28,6 +28,17 @@ struct KeyEntry {
   std::atomic<uint64_t> length;
 };
 
+// A registration as one process saw it: valid while `entry` still shows the key's generation
+// (a generation's fields never change). `mapped` is where `base` lies in the viewing process.
+struct KeyView {
+  uint32_t key = 0;  // 0: empty
+  uint32_t access = 0;
+  const KeyEntry* entry = nullptr;
+  uint64_t base = 0;
+  uint64_t length = 0;
+  uint8_t* mapped = nullptr;
+};
+
 struct KeyTable {
   uint64_t magic;
   int32_t pid;

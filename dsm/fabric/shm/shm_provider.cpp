@@ -235,11 +235,37 @@ class ShmCq : public CompletionQueue {
   uint32_t cap_ = 0;  // ours: the header's copy is writable by peers
 };
 
+namespace {
+// Placement of a WRITE in address order, the last 8 bytes last: a trailing notification flag is
+// seen only after the data before it (see docs/provider-contract.md).
+inline void place(uint8_t* dst, const uint8_t* src, uint64_t len) {
+  if (len == 8) {
+    std::memcpy(dst, src, 8);  // one 8-byte store, no library call
+  } else if (len > 8) {
+    std::memcpy(dst, src, len - 8);
+    signal::store_fence();
+    std::memcpy(dst + len - 8, src + len - 8, 8);
+  } else {
+    std::memcpy(dst, src, len);
+  }
+}
+
+// The caches of a thread posting on thread-safe QPs: the QP it last posted on (by uid, which is
+// never reused, so a QP created where a destroyed one lived cannot inherit its views).
+struct ThreadKeyCache {
+  uint64_t qp_uid = 0;
+  KeyView remote;
+  KeyView local;
+};
+thread_local ThreadKeyCache t_key_cache;
+std::atomic<uint64_t> g_next_qp_uid{1};
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 class ShmQp : public QueuePair {
  public:
   ShmQp(ShmProvider& p, uint32_t qpn, int peer, ShmCq& scq, ShmCq& rcq, const QpCaps& caps)
-      : p_(p), qpn_(qpn), peer_(peer), scq_(scq), rcq_(rcq), caps_(caps) {
+      : p_(p), qpn_(qpn), peer_(peer), scq_(scq), rcq_(rcq), caps_(caps), single_thread_(caps.single_thread) {
     uint32_t cap = round_pow2(caps.max_recv_wr < 1 ? 1 : caps.max_recv_wr);
     size_t bytes = sizeof(RqHeader) + sizeof(RqEntry) * cap;
     rq_map_ = Mapping::create(p.path("rq", p.rank(), qpn), bytes);
@@ -296,6 +322,7 @@ class ShmQp : public QueuePair {
   }
 
   PostResult post_send(const SendWr& wr) override;
+  PostResult post_general(const SendWr& wr);
   PostResult post_recv(const RecvWr& wr) override;
   QpState state() const override { return state_.load(std::memory_order_acquire); }
   void reset() override {
@@ -305,10 +332,12 @@ class ShmQp : public QueuePair {
   uint32_t qp_num() const override { return qpn_; }
   int peer_rank() const override { return peer_; }
   const QpCaps& caps() const override { return caps_; }
+  // An inline WRITE is copied from the caller's buffer without the local key check.
+  bool inline_helps() const override { return true; }
   uint8_t* remote_pointer(uint64_t remote_addr, uint32_t rkey, uint64_t len, uint32_t access) override {
     if (state() != QpState::Ready) return nullptr;
     Status why;
-    return resolve(peer_, rkey, remote_addr, len, access, &why);
+    return resolve(rkey, remote_addr, len, access, &why);
   }
 
   void retire(uint64_t seq) {
@@ -318,13 +347,25 @@ class ShmQp : public QueuePair {
   }
 
  private:
-  struct Outcome {
-    Status status = Status::Success;
-    uint32_t byte_len = 0;
-  };
-  Outcome execute(const SendWr& wr, const uint8_t* inline_src);
+  // Returns the status in a register (a returned struct of a byte and a word cost a store-
+  // forwarding stall on every post).
+  Status execute(const SendWr& wr, const uint8_t* inline_src, uint32_t& byte_len);
+  bool reserve(uint64_t* seq);
+  // Reports a request's completion (signaled, or failed); a failure moves the QP to Error.
+  [[gnu::noinline]] void complete(const SendWr& wr, uint64_t seq, Status status, uint32_t byte_len,
+                                  std::unique_lock<std::mutex>& g);
   // Translates (rkey, addr, len) at the peer into a pointer in this process.
-  uint8_t* resolve(int rank, uint32_t key, uint64_t addr, uint64_t len, uint32_t need, Status* why);
+  uint8_t* resolve(uint32_t key, uint64_t addr, uint64_t len, uint32_t need, Status* why);
+  // Views of registrations, cached per QP (single-thread) or per posting thread.
+  struct KeyViews {
+    KeyView* remote;
+    KeyView* local;
+  };
+  KeyViews views();
+  // rank < 0: a local key, used at its own addresses (nothing to map).
+  bool view_key(const KeyTable* t, int rank, uint32_t key, KeyView& v);
+  bool current(const KeyTable* t, int rank, uint32_t key, KeyView& v);
+  static bool cached(const KeyView& v, uint32_t key, uint64_t addr, uint64_t len, uint32_t need);
   const uint8_t* local(const Sge& sge, uint32_t need, Status* why);
   bool take_recv(RqEntry* out, Status* why);
   // The completion a request raises at the peer when it consumes the receive `e`.
@@ -345,6 +386,10 @@ class ShmQp : public QueuePair {
   ShmCq& scq_;
   ShmCq& rcq_;
   QpCaps caps_;
+  const bool single_thread_;
+  const uint64_t uid_ = g_next_qp_uid.fetch_add(1, std::memory_order_relaxed);
+  KeyView remote_view_;  // single-thread QPs only
+  KeyView local_view_;
   std::atomic<QpState> state_{QpState::Init};
 
   std::mutex post_mu_;  // two-sided requests and (re)connection
@@ -374,26 +419,21 @@ void ShmCq::retire(uint32_t qpn, uint64_t seq) {
   if (ShmQp* qp = p_.qp_by_num(qpn)) qp->retire(seq);
 }
 
-inline const uint8_t* ShmQp::local(const Sge& sge, uint32_t need, Status* why) {
-  if (sge.length == 0) return reinterpret_cast<const uint8_t*>(sge.addr);
-  const KeyTable* t = p_.own_keys();
-  uint32_t idx = key_index(sge.lkey);
-  if (idx == 0 || idx >= kKeyCapacity) { *why = Status::LocalProtectionError; return nullptr; }
-  const KeyEntry& e = t->entries[idx];
-  uint32_t gen = e.generation.load(std::memory_order_acquire);
-  if (gen == 0 || gen != key_generation(sge.lkey) ||
-      (e.access.load(std::memory_order_relaxed) & need) != need ||
-      !covers(e.base.load(std::memory_order_relaxed), e.length.load(std::memory_order_relaxed), sge.addr, sge.length)) {
-    *why = Status::LocalProtectionError;
-    return nullptr;
+[[gnu::always_inline]] inline ShmQp::KeyViews ShmQp::views() {
+  if (single_thread_) return KeyViews{&remote_view_, &local_view_};
+  ThreadKeyCache& c = t_key_cache;
+  if (c.qp_uid != uid_) {
+    c.qp_uid = uid_;
+    c.remote.key = 0;
+    c.local.key = 0;
   }
-  return reinterpret_cast<const uint8_t*>(sge.addr);
+  return KeyViews{&c.remote, &c.local};
 }
 
-inline uint8_t* ShmQp::resolve(int rank, uint32_t key, uint64_t addr, uint64_t len, uint32_t need, Status* why) {
-  const KeyTable* t = peer_keys_;
+bool ShmQp::view_key(const KeyTable* t, int rank, uint32_t key, KeyView& v) {
+  v.key = 0;
   uint32_t idx = key_index(key);
-  if (idx == 0 || idx >= kKeyCapacity) { *why = Status::RemoteAccessError; return nullptr; }
+  if (t == nullptr || idx == 0 || idx >= kKeyCapacity) return false;
   const KeyEntry& e = t->entries[idx];
   // A seqlock read: generation, fields, generation again. Acquire loads keep the second read
   // of the generation after the fields (free on x86, where every load is an acquire).
@@ -404,18 +444,57 @@ inline uint8_t* ShmQp::resolve(int rank, uint32_t key, uint64_t addr, uint64_t l
   uint64_t segoff = e.seg_offset.load(std::memory_order_acquire);
   uint32_t access = e.access.load(std::memory_order_acquire);
   // Re-read the generation: a registration replaced while we read it is rejected, not mixed.
-  if (gen == 0 || gen != key_generation(key) || e.generation.load(std::memory_order_relaxed) != gen ||
-      (access & need) != need || !covers(base, length, addr, len)) {
+  if (gen == 0 || gen != key_generation(key) || e.generation.load(std::memory_order_relaxed) != gen) return false;
+  if (base + length < base) return false;
+  uint8_t* mapped = nullptr;
+  if (rank >= 0) {
+    ShmProvider::SegmentView sv = p_.segment(rank, seg);
+    // The offset and length came from the peer's key table: the whole registration must lie
+    // inside what we mapped, so that every range inside it is too (segments are never unmapped).
+    if (sv.base == nullptr || segoff > sv.size || length > sv.size - segoff) return false;
+    mapped = sv.base + segoff;
+  }
+  v.entry = &e;
+  v.base = base;
+  v.length = length;
+  v.access = access;
+  v.mapped = mapped;
+  v.key = key;
+  return true;
+}
+
+// The registration behind `key` as last viewed, if its generation still stands: fields of one
+// generation never change, so one load revalidates the whole view.
+[[gnu::always_inline]] inline bool ShmQp::current(const KeyTable* t, int rank, uint32_t key, KeyView& v) {
+  if (v.key == key && key != 0 && v.entry->generation.load(std::memory_order_acquire) == key_generation(key)) return true;
+  return view_key(t, rank, key, v);
+}
+
+// The view already cached for `key` stands and allows [addr, addr+len) with `need`.
+[[gnu::always_inline]] inline bool ShmQp::cached(const KeyView& v, uint32_t key, uint64_t addr, uint64_t len,
+                                                 uint32_t need) {
+  return v.key == key && key != 0 && v.entry->generation.load(std::memory_order_acquire) == key_generation(key) &&
+         (v.access & need) == need && covers(v.base, v.length, addr, len);
+}
+
+[[gnu::always_inline]] inline const uint8_t* ShmQp::local(const Sge& sge, uint32_t need, Status* why) {
+  if (sge.length == 0) return reinterpret_cast<const uint8_t*>(sge.addr);
+  KeyView& v = *views().local;
+  if (!current(p_.own_keys(), -1, sge.lkey, v) || (v.access & need) != need ||
+      !covers(v.base, v.length, sge.addr, sge.length)) {
+    *why = Status::LocalProtectionError;
+    return nullptr;
+  }
+  return reinterpret_cast<const uint8_t*>(sge.addr);
+}
+
+[[gnu::always_inline]] inline uint8_t* ShmQp::resolve(uint32_t key, uint64_t addr, uint64_t len, uint32_t need, Status* why) {
+  KeyView& v = *views().remote;
+  if (!current(peer_keys_, peer_, key, v) || (v.access & need) != need || !covers(v.base, v.length, addr, len)) {
     *why = Status::RemoteAccessError;
     return nullptr;
   }
-  ShmProvider::SegmentView v = p_.segment(rank, seg);
-  // The offset and length came from the peer's key table: they must lie inside what we mapped.
-  if (v.base == nullptr || segoff > v.size || (addr - base) + len > v.size - segoff) {
-    *why = Status::RemoteAccessError;
-    return nullptr;
-  }
-  return v.base + segoff + (addr - base);
+  return v.mapped + (addr - v.base);
 }
 
 bool ShmQp::take_recv(RqEntry* out, Status* why) {
@@ -452,8 +531,8 @@ void ShmQp::push_remote(const Completion& c, Status* sender_status) {
   }
 }
 
-ShmQp::Outcome ShmQp::execute(const SendWr& wr, const uint8_t* inline_src) {
-  Outcome o;
+Status ShmQp::execute(const SendWr& wr, const uint8_t* inline_src, uint32_t& byte_len) {
+  Status status = Status::Success;
   Status why = Status::Success;
   const uint64_t len = wr.local.length;
   auto src_of = [&]() -> const uint8_t* {
@@ -463,51 +542,41 @@ ShmQp::Outcome ShmQp::execute(const SendWr& wr, const uint8_t* inline_src) {
     case Opcode::Write:
     case Opcode::WriteWithImm: {
       const uint8_t* src = src_of();
-      if (src == nullptr && len != 0) { o.status = why; return o; }
+      if (src == nullptr && len != 0) return why;
       if (len != 0) {
-        uint8_t* dst = resolve(peer_, wr.rkey, wr.remote_addr, len, kRemoteWrite, &why);
-        if (dst == nullptr) { o.status = why; return o; }
-        // Placement in address order, the last 8 bytes last: a trailing notification flag is
-        // seen only after the data before it (see docs/provider-contract.md).
-        if (len == 8) {
-          std::memcpy(dst, src, 8);  // one 8-byte store, no library call
-        } else if (len > 8) {
-          std::memcpy(dst, src, len - 8);
-          signal::store_fence();
-          std::memcpy(dst + len - 8, src + len - 8, 8);
-        } else {
-          std::memcpy(dst, src, len);
-        }
+        uint8_t* dst = resolve(wr.rkey, wr.remote_addr, len, kRemoteWrite, &why);
+        if (dst == nullptr) return why;
+        place(dst, src, len);
       }
-      o.byte_len = static_cast<uint32_t>(len);
+      byte_len = static_cast<uint32_t>(len);
       if (wr.opcode == Opcode::WriteWithImm) {
         RqEntry e;
-        if (!take_recv(&e, &why)) { o.status = why; return o; }
+        if (!take_recv(&e, &why)) return why;
         Completion c = receive_completion(e, Opcode::RecvWriteWithImm, len);
         c.with_imm = true;
         c.imm = wr.imm;
         signal::store_fence();
-        push_remote(c, &o.status);
+        push_remote(c, &status);
       }
-      return o;
+      return status;
     }
     case Opcode::Read: {
       uint8_t* dst = const_cast<uint8_t*>(local(wr.local, kLocalWrite, &why));
-      if (dst == nullptr && len != 0) { o.status = why; return o; }
+      if (dst == nullptr && len != 0) return why;
       if (len != 0) {
-        uint8_t* src = resolve(peer_, wr.rkey, wr.remote_addr, len, kRemoteRead, &why);
-        if (src == nullptr) { o.status = why; return o; }
+        uint8_t* src = resolve(wr.rkey, wr.remote_addr, len, kRemoteRead, &why);
+        if (src == nullptr) return why;
         std::memcpy(dst, src, len);
       }
-      o.byte_len = static_cast<uint32_t>(len);
-      return o;
+      byte_len = static_cast<uint32_t>(len);
+      return status;
     }
     case Opcode::CompareSwap:
     case Opcode::FetchAdd: {
       uint8_t* dst = const_cast<uint8_t*>(local(wr.local, kLocalWrite, &why));
-      if (dst == nullptr) { o.status = why; return o; }
-      uint8_t* target = resolve(peer_, wr.rkey, wr.remote_addr, 8, kRemoteAtomic, &why);
-      if (target == nullptr) { o.status = why; return o; }
+      if (dst == nullptr) return why;
+      uint8_t* target = resolve(wr.rkey, wr.remote_addr, 8, kRemoteAtomic, &why);
+      if (target == nullptr) return why;
       std::atomic_ref<uint64_t> word(*reinterpret_cast<uint64_t*>(target));
       uint64_t old;
       if (wr.opcode == Opcode::FetchAdd) {
@@ -517,40 +586,104 @@ ShmQp::Outcome ShmQp::execute(const SendWr& wr, const uint8_t* inline_src) {
         word.compare_exchange_strong(old, wr.swap, std::memory_order_seq_cst);
       }
       std::memcpy(dst, &old, 8);
-      o.byte_len = 8;
-      return o;
+      byte_len = 8;
+      return status;
     }
     case Opcode::Send: {
       const uint8_t* src = src_of();
-      if (src == nullptr && len != 0) { o.status = why; return o; }
+      if (src == nullptr && len != 0) return why;
       RqEntry e;
-      if (!take_recv(&e, &why)) { o.status = why; return o; }
+      if (!take_recv(&e, &why)) return why;
       Completion c = receive_completion(e, Opcode::Recv, len);
       if (len > e.length) {
         c.status = Status::LocalLengthError;
-        o.status = Status::RemoteInvalidRequest;
+        status = Status::RemoteInvalidRequest;
       } else if (len != 0) {
         Status rs = Status::Success;
-        uint8_t* dst = resolve(peer_, e.lkey, e.addr, len, kLocalWrite, &rs);
+        uint8_t* dst = resolve(e.lkey, e.addr, len, kLocalWrite, &rs);
         if (dst == nullptr) {
           c.status = Status::LocalProtectionError;
-          o.status = Status::RemoteOperationalError;
+          status = Status::RemoteOperationalError;
         } else {
           std::memcpy(dst, src, len);
         }
       }
       signal::store_fence();
-      push_remote(c, &o.status);
-      o.byte_len = static_cast<uint32_t>(len);
-      return o;
+      push_remote(c, &status);
+      byte_len = static_cast<uint32_t>(len);
+      return status;
     }
     default:
-      o.status = Status::RemoteInvalidRequest;
-      return o;
+      status = Status::RemoteInvalidRequest;
+      return status;
+  }
+}
+
+[[gnu::always_inline]] inline bool ShmQp::reserve(uint64_t* seq) {
+  // Reserve a send-queue entry: refused at the depth, as ibv_post_send refuses with ENOMEM.
+  uint64_t p = posted_.load(std::memory_order_relaxed);
+  if (single_thread_) {
+    // One poster: nobody else moves `posted_`, so a plain store reserves the entry.
+    if (p - retired_.load(std::memory_order_acquire) >= caps_.max_send_wr) return false;
+    posted_.store(p + 1, std::memory_order_relaxed);
+  } else {
+    do {
+      // `p` may be older than `retired` (other threads posted and were retired since we read
+      // it): then the queue is not full, and the CAS below fails and refreshes `p`.
+      uint64_t r = retired_.load(std::memory_order_acquire);
+      if (p > r && p - r >= caps_.max_send_wr) return false;
+    } while (!posted_.compare_exchange_weak(p, p + 1, std::memory_order_acq_rel, std::memory_order_relaxed));
+  }
+  *seq = p + 1;
+  return true;
+}
+
+void ShmQp::complete(const SendWr& wr, uint64_t seq, Status status, uint32_t byte_len, std::unique_lock<std::mutex>& g) {
+  if (status != Status::Success && status != Status::WorkRequestFlushed) {
+    state_.store(QpState::Error, std::memory_order_release);
+    log::debug("shm: QP ", qpn_, " to rank ", peer_, " entered the error state: ", to_string(wr.opcode), " ",
+               to_string(status));
+  }
+  // An unsignaled request that failed reports too (as on a NIC); its completion may land after
+  // later ones, which the CQ's spare entries absorb.
+  if (!g.owns_lock() && !single_thread_) g.lock();
+  Completion c;
+  c.wr_id = wr.wr_id;
+  c.status = status;
+  c.opcode = wr.opcode;
+  c.byte_len = byte_len;
+  c.qp_num = qpn_;
+  c.src_rank = p_.rank();
+  if (!scq_.push_local(c, qpn_, seq)) {
+    // Cannot happen while the send CQ holds max_send_wr of every QP attached (checked at
+    // create_qp); kept as a loud failure rather than a lost completion.
+    fail("shm: send completion queue overran on QP ", qpn_, " (posted ", posted_.load(), ", retired ", retired_.load(),
+         ", seq ", seq, ", ", scq_.describe(), ")");
   }
 }
 
 PostResult ShmQp::post_send(const SendWr& wr) {
+  // The bulk of the traffic, unsignaled one-sided WRITEs whose keys were seen before, on a path
+  // of its own that calls nothing: a NIC's doorbell costs a few tens of nanoseconds, and so did
+  // this function before it. Everything else, including the first use of a key and every error,
+  // takes the general path.
+  const uint32_t len = wr.local.length;
+  if (wr.opcode == Opcode::Write && !wr.signaled && len != 0 && state_.load(std::memory_order_acquire) == QpState::Ready) {
+    KeyViews kv = views();
+    // Inline data is copied straight from the caller's buffer: the WRITE is carried out before
+    // the post returns, which is all "captured at post time" asks, and no local key is checked.
+    if ((wr.inline_data ? len <= caps_.max_inline : cached(*kv.local, wr.local.lkey, wr.local.addr, len, 0)) &&
+        cached(*kv.remote, wr.rkey, wr.remote_addr, len, kRemoteWrite)) {
+      uint64_t seq;
+      if (!reserve(&seq)) return PostResult::QueueFull;
+      place(kv.remote->mapped + (wr.remote_addr - kv.remote->base), reinterpret_cast<const uint8_t*>(wr.local.addr), len);
+      return PostResult::Ok;
+    }
+  }
+  return post_general(wr);
+}
+
+PostResult ShmQp::post_general(const SendWr& wr) {
   if (PostResult bad = check_send(wr, caps_); bad != PostResult::Ok) return bad;
   // Inline data is captured now, as a NIC copies it into the WQE at post time.
   uint8_t inline_buf[kMaxInline];  // create_qp caps max_inline at kMaxInline
@@ -569,53 +702,21 @@ PostResult ShmQp::post_send(const SendWr& wr) {
   // initiating thread carries them out by itself.
   const bool two_sided = wr.opcode == Opcode::Send || wr.opcode == Opcode::WriteWithImm;
   std::unique_lock<std::mutex> g(post_mu_, std::defer_lock);
-  if (two_sided || wr.signaled) g.lock();
-  // Reserve a send-queue entry: refused at the depth, as ibv_post_send refuses with ENOMEM.
-  uint64_t p = posted_.load(std::memory_order_relaxed);
-  do {
-    // `p` may be older than `retired` (other threads posted and were retired since we read
-    // it): then the queue is not full, and the CAS below fails and refreshes `p`.
-    uint64_t r = retired_.load(std::memory_order_acquire);
-    if (p > r && p - r >= caps_.max_send_wr) return PostResult::QueueFull;
-  } while (!posted_.compare_exchange_weak(p, p + 1, std::memory_order_acq_rel, std::memory_order_relaxed));
-  const uint64_t seq = p + 1;
-  Outcome o;
-  if (state_.load(std::memory_order_acquire) == QpState::Error) {
-    o.status = Status::WorkRequestFlushed;
-  } else {
-    o = execute(wr, inline_src);
-    if (o.status != Status::Success) {
-      state_.store(QpState::Error, std::memory_order_release);
-      log::debug("shm: QP ", qpn_, " to rank ", peer_, " entered the error state: ", to_string(wr.opcode), " ",
-                 to_string(o.status));
-    }
-  }
-  if (wr.signaled || o.status != Status::Success) {
-    // An unsignaled request that failed reports too (as on a NIC); its completion may land
-    // after later ones, which the CQ's spare entries absorb.
-    if (!g.owns_lock()) g.lock();
-    Completion c;
-    c.wr_id = wr.wr_id;
-    c.status = o.status;
-    c.opcode = wr.opcode;
-    c.byte_len = o.byte_len;
-    c.qp_num = qpn_;
-    c.src_rank = p_.rank();
-    if (!scq_.push_local(c, qpn_, seq)) {
-      // Cannot happen while the send CQ holds max_send_wr of every QP attached (checked at
-      // create_qp); kept as a loud failure rather than a lost completion.
-      fail("shm: send completion queue overran on QP ", qpn_, " (posted ", posted_.load(), ", retired ", retired_.load(),
-           ", seq ", seq, ", ", scq_.describe(), ")");
-    }
-  } else {
-    // An unsignaled success frees its entry once a later signaled completion is polled; nothing
-    // to do now.
-  }
+  if ((two_sided || wr.signaled) && !single_thread_) g.lock();
+  uint64_t seq;
+  if (!reserve(&seq)) return PostResult::QueueFull;
+  Status status = Status::Success;
+  uint32_t byte_len = 0;
+  if (state_.load(std::memory_order_acquire) == QpState::Error) status = Status::WorkRequestFlushed;
+  else status = execute(wr, inline_src, byte_len);
+  // An unsignaled success frees its entry once a later signaled completion is polled.
+  if (wr.signaled || status != Status::Success) complete(wr, seq, status, byte_len, g);
   return PostResult::Ok;
 }
 
 PostResult ShmQp::post_recv(const RecvWr& wr) {
-  std::lock_guard<std::mutex> g(recv_mu_);
+  std::unique_lock<std::mutex> g(recv_mu_, std::defer_lock);
+  if (!single_thread_) g.lock();
   uint64_t h = rq_->head.load(std::memory_order_acquire);
   uint64_t t = rq_->tail.load(std::memory_order_relaxed);
   if (t - h >= caps_.max_recv_wr) return PostResult::QueueFull;

@@ -286,8 +286,34 @@ class VerbsQp : public QueuePair {
     ia.cap.max_inline_data = caps.max_inline;
     ia.qp_type = IBV_QPT_RC;
     ia.sq_sig_all = 0;
-    qp_ = ibv_create_qp(p.pd(), &ia);
-    if (qp_ == nullptr) fail_errno("verbs: ibv_create_qp to rank " + std::to_string(peer));
+    ibv_pd* pd = p.pd();
+    if (caps.single_thread) {
+      // A thread domain lets the device library drop its own locks (mlx5 does; rxe has none to
+      // offer, and the QP is then an ordinary one: the promise costs nothing either way).
+      ibv_td_init_attr ta{};
+      td_ = ibv_alloc_td(p.context(), &ta);
+      if (td_ != nullptr) {
+        ibv_parent_domain_init_attr pa{};
+        pa.pd = p.pd();
+        pa.td = td_;
+        parent_ = ibv_alloc_parent_domain(p.context(), &pa);
+        if (parent_ != nullptr) {
+          pd = parent_;
+        } else {
+          ibv_dealloc_td(td_);
+          td_ = nullptr;
+        }
+      }
+      if (td_ == nullptr) log::debug("verbs: the device offers no thread domains; a single-thread QP to rank ", peer, " is an ordinary one");
+    }
+    qp_ = ibv_create_qp(pd, &ia);
+    if (qp_ == nullptr) {
+      int e = errno;
+      if (parent_ != nullptr) ibv_dealloc_pd(parent_);
+      if (td_ != nullptr) ibv_dealloc_td(td_);
+      errno = e;
+      fail_errno("verbs: ibv_create_qp to rank " + std::to_string(peer));
+    }
     // The device may round the queues up; Loom enforces the depths asked for (below), so the
     // extra is headroom and a CQ sized by the requested depth can never overrun.
     if (ia.cap.max_inline_data < caps_.max_inline) caps_.max_inline = ia.cap.max_inline_data;
@@ -301,6 +327,8 @@ class VerbsQp : public QueuePair {
   ~VerbsQp() override {
     p_.forget_qp(qp_->qp_num);
     ibv_destroy_qp(qp_);
+    if (parent_ != nullptr) ibv_dealloc_pd(parent_);
+    if (td_ != nullptr) ibv_dealloc_td(td_);
   }
 
   std::vector<std::byte> endpoint() const override {
@@ -505,6 +533,8 @@ class VerbsQp : public QueuePair {
   int peer_;
   QpCaps caps_;
   ibv_qp* qp_ = nullptr;
+  ibv_td* td_ = nullptr;      // single_thread QPs, where the device has thread domains
+  ibv_pd* parent_ = nullptr;  // ... and the parent domain that carries it
   uint32_t psn_ = 0;
   EndpointBlob peer_ep_{};
   std::mutex mu_;
