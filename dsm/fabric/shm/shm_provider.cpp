@@ -336,8 +336,12 @@ class ShmQp : public QueuePair {
   bool inline_helps() const override { return true; }
   uint8_t* remote_pointer(uint64_t remote_addr, uint32_t rkey, uint64_t len, uint32_t access) override {
     if (state() != QpState::Ready) return nullptr;
-    Status why;
-    return resolve(rkey, remote_addr, len, access, &why);
+    // A view of its own: this is no post, so on a single-thread QP it may come from any thread
+    // and must not touch the poster's remembered views.
+    KeyView v;
+    if (!view_key(peer_keys_, peer_, rkey, v) || (v.access & access) != access || !covers(v.base, v.length, remote_addr, len))
+      return nullptr;
+    return v.mapped + (remote_addr - v.base);
   }
 
   void retire(uint64_t seq) {
