@@ -35,7 +35,6 @@ void CircularAllocator::grow(size_t count) {
   }
   if (fresh.empty()) return;
   for (size_t i = 0; i + 1 < fresh.size(); ++i) fresh[i]->ring_next = fresh[i + 1];
-  ring_.insert(ring_.end(), fresh.begin(), fresh.end());
   if (cur_ == nullptr) {
     fresh.back()->ring_next = fresh.front();
   } else {
@@ -52,9 +51,9 @@ void CircularAllocator::grow(size_t count) {
 Unit* CircularAllocator::next_slow() {
   // The unit at the current position is still busy: grow (new units go in right here), or
   // report the ring full.
-  if (ring_.size() >= max_units_) return nullptr;
-  size_t add = growth_ == Growth::Linear ? initial_ : ring_.size();
-  add = std::min(add, max_units_ - ring_.size());
+  if (storage_.size() >= max_units_) return nullptr;
+  size_t add = growth_ == Growth::Linear ? initial_ : storage_.size();
+  add = std::min(add, max_units_ - storage_.size());
   grow(add);
   Unit* u = cur_;
   take(u);

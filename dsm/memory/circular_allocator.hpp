@@ -79,7 +79,7 @@ class CircularAllocator {
   // Gives back a handed-out unit that was never posted.
   static void release(Unit* u) { u->in_use = false; }
 
-  size_t units() const { return ring_.size(); }
+  size_t units() const { return storage_.size(); }
   size_t unit_size() const { return unit_size_; }
   size_t max_units() const { return max_units_; }
 
@@ -99,8 +99,7 @@ class CircularAllocator {
   Growth growth_;
   size_t initial_;
   std::vector<RDMAMemory> chunks_;
-  std::vector<std::unique_ptr<Unit>> storage_;
-  std::vector<Unit*> ring_;  // every unit, in no particular order
+  std::vector<std::unique_ptr<Unit>> storage_;  // every unit (the circle runs through ring_next)
   Unit* cur_ = nullptr;      // the next to hand out
   RDMAMemory spare_;  // unused tail of the last chunk
   size_t spare_used_ = 0;
