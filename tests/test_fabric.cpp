@@ -428,6 +428,61 @@ TEST(Fabric, NotifiedFlagMeansDataComplete) {
   }
 }
 
+// Every length a small WRITE can have lands exactly, at every alignment and on every path a
+// provider may give it (unsignaled, signaled, inline; on shm the first and last are copied with
+// overlapping moves up to 72 bytes and by memcpy beyond): the bytes written are the source's,
+// and not one byte on either side is touched.
+TEST(Fabric, WritesOfEveryLengthLandExactly) {
+  constexpr uint32_t kMaxLen = 80, kOffsets = 8, kModes = 3, kSlot = 128, kPad = 16;
+  constexpr size_t kSlots = size_t{kMaxLen} * kOffsets * kModes;
+  SharedBuffers buf(1 << 20);
+  auto mesh = rt().make_mesh(small_caps());
+  auto& qp = mesh->qp(right());
+  auto& cq = *mesh->send_cqs[static_cast<size_t>(right())];
+  const Remote& r = buf.remote[static_cast<size_t>(right())];
+  uint8_t* mem = buf.local.bytes();
+  const size_t src_base = kSlots * kSlot;  // sources after the target slots
+  auto pattern = [](int from, size_t slot, uint32_t i) { return static_cast<uint8_t>(slot * 31 + i * 7 + from * 101 + 1); };
+  std::memset(mem, 0xEE, kSlots * kSlot);  // the sentinel a stray byte would overwrite
+  rt().barrier();
+
+  const uint32_t max_inline = qp.caps().max_inline;
+  uint64_t unsignaled = 0;
+  size_t slot = 0;
+  for (uint32_t mode = 0; mode < kModes; ++mode)
+    for (uint32_t len = 1; len <= kMaxLen; ++len)
+      for (uint32_t off = 0; off < kOffsets; ++off, ++slot) {
+        size_t at = slot * kSlot + kPad + off;
+        for (uint32_t i = 0; i < len; ++i) mem[src_base + at + i] = pattern(rt().rank(), slot, i);
+        auto wr = rdma(Opcode::Write, buf.local, src_base + at, len, r, at);
+        wr.inline_data = mode == 2 && len <= max_inline;
+        // Unsignaled requests are retired by a signaled one every 16, within the queue's depth.
+        bool signaled = mode == 1 || ++unsignaled % 16 == 0;
+        wr.signaled = signaled;
+        wr.wr_id = slot;
+        ASSERT_EQ(qp.post_send(wr), fabric::PostResult::Ok) << "length " << len << " offset " << off;
+        if (signaled) {
+          ASSERT_EQ(wait_one(cq).status, Status::Success) << "length " << len << " offset " << off;
+        }
+      }
+  fabric::SendWr last = rdma(Opcode::Write, buf.local, 0, 0, r, 0);  // completes after all before it
+  ASSERT_EQ(run(qp, cq, last).status, Status::Success);
+  rt().barrier();
+
+  const int from = left();
+  slot = 0;
+  for (uint32_t mode = 0; mode < kModes; ++mode)
+    for (uint32_t len = 1; len <= kMaxLen; ++len)
+      for (uint32_t off = 0; off < kOffsets; ++off, ++slot) {
+        const uint8_t* s = mem + slot * kSlot;
+        for (uint32_t b = 0; b < kSlot; ++b) {
+          bool inside = b >= kPad + off && b < kPad + off + len;
+          uint8_t want = inside ? pattern(from, slot, b - kPad - off) : 0xEE;
+          ASSERT_EQ(s[b], want) << "mode " << mode << " length " << len << " offset " << off << " byte " << b;
+        }
+      }
+}
+
 // Regression: several threads post signaled requests on one QP and poll its CQ at once. A
 // consumer preempted between claiming a CQ entry and releasing its slot once made a producer a
 // lap later report an overrun; completions must all arrive, none lost or duplicated.
