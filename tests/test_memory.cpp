@@ -138,9 +138,13 @@ TEST_F(WithRuntime, CircularAllocatorRecyclesByFlushTag) {
   EXPECT_EQ(a, first[0]);
   EXPECT_EQ(b, first[1]);
   EXPECT_EQ(c.next(), nullptr);
+  EXPECT_FALSE(a->reusable());  // handed out again
   CircularAllocator::release(a);
   CircularAllocator::release(b);
-  EXPECT_EQ(a->uses, 2u);
+  EXPECT_TRUE(a->reusable());
+  EXPECT_TRUE(b->reusable());
+  f.complete_up_to(11);
+  EXPECT_EQ(c.next(), first[2]);  // circular order goes on where it stood
 }
 
 TEST_F(WithRuntime, CircularAllocatorGrowsExponentially) {
@@ -175,6 +179,29 @@ TEST_F(WithRuntime, LinearCircularPacksSegmentsAndRecyclesUnits) {
   ASSERT_TRUE(s4);
   EXPECT_EQ(s4->unit, s1->unit);
   EXPECT_FALSE(lc.allocate(2000));  // larger than a unit
+}
+
+// A unit left behind untagged is free at once; a later tag of one of its segments still holds
+// it; a second transmitter is refused.
+TEST_F(WithRuntime, LinearCircularUntaggedUnitsFreeAndLateTagsHold) {
+  ManualFlush f, other;
+  LinearCircularAllocator lc(rt_->allocator(), 1024, 2, 2);
+  auto s1 = lc.allocate(600);
+  auto s2 = lc.allocate(600);  // the next unit; the first, never tagged, is free again
+  ASSERT_TRUE(s1 && s2);
+  EXPECT_NE(s1->unit, s2->unit);
+  EXPECT_TRUE(s1->unit->reusable());
+  lc.tag(*s2, f, 3);
+  auto s3 = lc.allocate(600);  // back to the first unit
+  ASSERT_TRUE(s3);
+  EXPECT_EQ(s3->unit, s1->unit);
+  EXPECT_FALSE(s2->unit->reusable());  // its tag 3 is not complete
+  lc.tag(*s2, f, 5);                   // a late tag on the unit left behind raises its due
+  f.complete_up_to(4);
+  EXPECT_FALSE(s2->unit->reusable());
+  f.complete_up_to(6);
+  EXPECT_TRUE(s2->unit->reusable());
+  EXPECT_THROW(lc.tag(*s3, other, 1), Error);
 }
 
 TEST_F(WithRuntime, RegisteredHeapFreesAndRejectsBadPointers) {

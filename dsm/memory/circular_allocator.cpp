@@ -1,8 +1,15 @@
 #include "dsm/memory/circular_allocator.hpp"
 
+#include <algorithm>
+
 #include "dsm/common/error.hpp"
 
 namespace loom::memory {
+
+namespace {
+// The source of units never tagged: its flush number stays 0, so a due of 0 is reached.
+const FlushSource kIdle;
+}  // namespace
 
 CircularAllocator::CircularAllocator(RDMAAllocator& backing, size_t unit_size, size_t initial_units, size_t max_units,
                                      Growth growth)
@@ -28,6 +35,7 @@ void CircularAllocator::grow(size_t count) {
       spare_used_ = 0;
     }
     auto u = std::make_unique<Unit>();
+    u->source = &kIdle;
     u->mem = spare_.slice(spare_used_, unit_size_);
     spare_used_ += unit_size_;
     fresh.push_back(u.get());
@@ -72,11 +80,14 @@ std::optional<LinearCircularAllocator::Segment> LinearCircularAllocator::allocat
   if (current_ == nullptr || off + n > ring_.unit_size()) {
     Unit* u = ring_.next();
     if (u == nullptr) return std::nullopt;
-    // The unit we leave stays busy until the tags of its segments complete.
-    if (current_ != nullptr && !current_->tagged) CircularAllocator::release(current_);
-    else if (current_ != nullptr) current_->in_use = false;
+    // The unit we leave stays busy until the tags of its segments complete (free at once if
+    // none was tagged).
+    if (current_ != nullptr) {
+      if (current_source_ != nullptr) current_->source = current_source_;
+      current_->due = current_due_;
+    }
     current_ = u;
-    current_->in_use = true;
+    current_due_ = 0;
     off = 0;
   }
   offset_ = off + n;
@@ -84,13 +95,17 @@ std::optional<LinearCircularAllocator::Segment> LinearCircularAllocator::allocat
 }
 
 void LinearCircularAllocator::tag(const Segment& s, const FlushSource& source, uint64_t t) {
+  if (current_source_ != nullptr && current_source_ != &source)
+    fail("LinearCircularAllocator: one allocator serves one transmitter");
+  current_source_ = &source;
   Unit* u = s.unit;
-  if (u->tagged && u->source != &source) fail("LinearCircularAllocator: one allocator serves one transmitter");
-  u->source = &source;
-  if (!u->tagged || t > u->tag) u->tag = t;
-  u->tagged = true;
-  // The current unit stays in use until the allocator moves past it.
-  u->in_use = (u == current_);
+  if (u == current_) {
+    current_due_ = std::max(current_due_, t + 1);
+  } else if (!u->busy()) {
+    // A segment of a unit already left behind: its due can only rise.
+    u->source = &source;
+    u->due = std::max(u->due, t + 1);
+  }
 }
 
 }  // namespace loom::memory
