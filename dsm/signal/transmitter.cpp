@@ -1,5 +1,6 @@
 #include "dsm/signal/transmitter.hpp"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "dsm/common/error.hpp"
@@ -62,7 +63,10 @@ Transmitter::Transmitter(fabric::QueuePair& qp, fabric::CompletionQueue& send_cq
   // Credits at or below the reserve go to signaled posts only, so one can always be made.
   reserve_ = std::max<uint32_t>(1, depth_ / 8);
   // Lanes may hold (cached + unpublished) at most half of the queue between them.
-  block_ = cfg.lane_block;
+  // A lane takes the slow path (a CAS) once per block: small blocks made that a tenth of the
+  // cost of a post with one thread. Larger blocks mean fewer lanes, so beyond 64 the gain is not
+  // worth it.
+  block_ = cfg.lane_block ? *cfg.lane_block : std::clamp<uint32_t>(depth_ / 8, 1, 64);
   max_lanes_ = block_ == 0 ? 0 : (depth_ / 2) / (2 * block_);
   single_thread_ = qp.caps().single_thread;
   if (single_thread_) {
@@ -115,6 +119,7 @@ Transmitter::Lane& Transmitter::lane_slow() {
 }
 
 void Transmitter::return_lane(Lane& l) {
+  settle(l);
   uint64_t w = word_.load(std::memory_order_relaxed);
   while (!word_.compare_exchange_weak(w, make_word(word_since(w) + l.unpublished, word_credits(w) + l.credits),
                                       std::memory_order_acq_rel)) {
@@ -129,9 +134,10 @@ Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
   bool signaled = false;
   uint64_t batch = 0;
   bool used_own = false;
+  settle(l);
   // Reap completions before the pool runs dry, so lanes keep refilling instead of every post
   // taking this path.
-  if (word_credits(word_.load(std::memory_order_relaxed)) < depth_ - depth_ / 4 &&
+  if (word_credits(word_.load(std::memory_order_relaxed)) < depth_ / 2 &&
       issued_.load(std::memory_order_relaxed) > completed_flush())
     progress();
   for (;;) {
@@ -149,8 +155,11 @@ Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
       }
       continue;
     }
+    // A post signaled because the interval is up refills as well, so a lane takes the slow path
+    // once per refill rather than twice; a forced one does not (flush()'s marker must leave the
+    // lane it just returned empty).
     uint64_t refill = 0;
-    if (l.batching && !want && credits - take > reserve_ + block_) refill = block_;
+    if (l.batching && !own && !force && credits - take > reserve_ + block_) refill = block_;
     uint64_t nw = make_word(want ? 0 : since, credits - take - refill);
     if (single_thread_ ? (word_.store(nw, std::memory_order_release), true)
                        : word_.compare_exchange_weak(w, nw, std::memory_order_acq_rel)) {
@@ -158,6 +167,7 @@ Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
       l.unpublished = 0;
       if (own) --l.credits;
       l.credits += static_cast<uint32_t>(refill);
+      l.settled = l.credits;
       used_own = own;
       signaled = want;
       batch = want ? since : 0;
@@ -176,19 +186,18 @@ Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
   if (r != fabric::PostResult::Ok) {
     // Give back the credit and re-publish the batch we took, so nothing is lost.
     if (used_own) ++l.credits;
+    l.settled = l.credits;
+    if (signaled) add(unposted_issues_, 1);
     uint64_t w = word_.load(std::memory_order_relaxed);
     while (!word_.compare_exchange_weak(w, make_word(word_since(w) + batch, word_credits(w) + (used_own ? 0 : 1)),
                                         std::memory_order_acq_rel)) {
     }
     return Posted{r, 0};
   }
-  if (signaled) {
-    add(signaled_, 1);
-    add(posts_, l.posts + 1);
-    l.posts = 0;
-  } else {
-    ++l.unpublished;
-  }
+  // Posts are counted into posts_ when the lane is returned (flush, thread exit): no shared
+  // counter is touched here.
+  if (signaled) ++l.posts;
+  else ++l.unpublished;
   return Posted{r, issued_.load(std::memory_order_acquire)};
 }
 

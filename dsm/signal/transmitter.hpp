@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "dsm/fabric/fabric.hpp"
@@ -45,7 +46,9 @@ class Transmitter : public memory::FlushSource {
  public:
   struct Config {
     uint32_t signal_interval = 0;  // 0: a quarter of the send-queue depth
-    uint32_t lane_block = 16;       // credits a thread takes at once; 0 disables lanes
+    // Credits a thread takes at once; 0 disables lanes. Unset: D/8 up to 64, which gives two
+    // batching threads up to D = 512 and D/256 beyond (lanes hold at most D/2 between them).
+    std::optional<uint32_t> lane_block;
     bool auto_inline = true;        // small WRITE/SEND payloads go inline where the QP says it helps
   };
   // The transmitter owns the QP's send completions: every post on `qp` must go through it, and
@@ -94,13 +97,14 @@ class Transmitter : public memory::FlushSource {
     Lane& l = lane();
     if (!force_signal && l.credits > 0 && wr.wr_id == 0 && !wr.signaled) {
       // The common case: a credit from this thread's lane, an unsignaled post, no shared writes.
+      // The credit spent here is the count too: settle() turns the credits used since the lane
+      // last settled into `unpublished`, so this path writes one counter, not two.
       --l.credits;
       fabric::PostResult r = qp_.post_send(wr);
       if (r != fabric::PostResult::Ok) {
         ++l.credits;
         return Posted{r, 0};
       }
-      ++l.unpublished;  // counted into `posts` too when published
       return Posted{r, issued_.load(std::memory_order_acquire)};
     }
     fabric::SendWr copy;
@@ -127,9 +131,12 @@ class Transmitter : public memory::FlushSource {
   fabric::CompletionQueue& cq() { return cq_; }
   uint32_t depth() const { return depth_; }
   uint32_t signal_interval() const { return interval_; }
-  // Counters; exact once the posting threads have flushed or exited.
+  // Counters; posts() is exact once the posting threads have flushed or exited.
   uint64_t posts() const { return posts_.load(std::memory_order_relaxed); }
-  uint64_t signaled_posts() const { return signaled_.load(std::memory_order_relaxed); }
+  // Every issue number belongs to a signaled post, except those of posts the QP refused.
+  uint64_t signaled_posts() const {
+    return issued_.load(std::memory_order_relaxed) - unposted_issues_.load(std::memory_order_relaxed);
+  }
   // One line of state for diagnostics.
   std::string describe() const;
   int64_t credits() const { return static_cast<int64_t>(word_.load(std::memory_order_relaxed) & 0xffffffffu); }
@@ -137,10 +144,16 @@ class Transmitter : public memory::FlushSource {
   // Per-thread state; public only for the thread-local cache that holds it.
   struct Lane {
     uint32_t credits = 0;      // taken from the pool, not yet used
-    uint32_t unpublished = 0;  // posts returned, not yet counted into `since`
+    uint32_t settled = 0;      // `credits` when `unpublished` was last brought up to date
+    uint32_t unpublished = 0;  // posts returned, not yet counted into `since` (after settle())
     uint64_t posts = 0;        // published, not yet added to posts_
     bool batching = false;
   };
+  // Counts the fast path's posts (credits spent since the last settle) into `unpublished`.
+  static void settle(Lane& l) {
+    l.unpublished += l.settled - l.credits;
+    l.settled = l.credits;
+  }
   // Gives a lane's credits, counts and statistics back (thread exit, cache eviction, flush).
   void return_lane(Lane& lane);
   uint64_t id() const { return id_; }
@@ -196,7 +209,7 @@ class Transmitter : public memory::FlushSource {
   alignas(64) std::atomic<uint64_t> word_;
   alignas(64) std::atomic<uint64_t> issued_{0};
   alignas(64) std::atomic<uint64_t> posts_{0};
-  std::atomic<uint64_t> signaled_{0};
+  std::atomic<uint64_t> unposted_issues_{0};  // issue numbers drawn by posts the QP refused
   std::atomic<uint32_t> lanes_{0};
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint8_t> last_error_{0};
