@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <functional>
 #include <string>
 #include <vector>
@@ -260,9 +261,20 @@ int main(int argc, char** argv) {
     }
     sizes = {only};
   }
-  const size_t max_msgs = quick ? 32768 : 131072;
-  const size_t max_bytes = quick ? (64u << 20) : (512u << 20);
-  const int reps = 3;
+  // Timings here drift by up to 2x within seconds (other tenants of the host). So each size runs
+  // many short rounds; in each round every variant runs once, in an order that rotates from
+  // round to round, so no variant always follows the same one. A rate is the median over rounds,
+  // and a ratio is the median over rounds of the ratio within the round (the two runs lie a few
+  // milliseconds apart and see the same machine).
+  const size_t max_msgs = quick ? 65536 : 131072;
+  const size_t max_bytes = quick ? (32u << 20) : (64u << 20);
+  const int rounds = quick ? 9 : 15;
+  enum V { kManual, kTx, kManualSt, kTxSt, kUcx, kUcxMt, kMemcpy, kVariants };
+  const char* names[kVariants] = {"manual-ss", "transmitter", "manual-ss-st", "transmitter-st", "ucx-put", "ucx-put-mt", "memcpy"};
+  struct Ratios {
+    double tx = 0, tx_st = 0, st_ucx = 0, mt_ucx = 0;
+  };
+  std::map<size_t, Ratios> ratios;
   std::vector<Row> rows;
 
   double loads[3] = {0, 0, 0};
@@ -271,32 +283,43 @@ int main(int argc, char** argv) {
       size_t count = std::min(max_msgs, std::max<size_t>(1024, max_bytes / size));
       memory::CircularAllocator units(rt.allocator(), size, 64, 4096);
       memory::CircularAllocator units_st(rt.allocator(), size, 64, 4096);
-      std::vector<double> tm, tt, tu, tv, tc, tms, tts;
-      // Round 0 is a warm-up (page-table entries for the peer's window, caches) and is dropped.
-      for (int r = 0; r <= reps; ++r) {
-        if (r == 1) tm.clear(), tt.clear(), tu.clear(), tv.clear(), tc.clear(), tms.clear(), tts.clear();
-        tm.push_back(run_manual(manual_mesh->qp(1), *manual_mesh->send_cqs[1], src, peer, size, count));
-        tt.push_back(run_transmitter(tx_mesh->tx(1), units, peer, size, count));
-        tms.push_back(run_manual(manual_st_mesh->qp(1), *manual_st_mesh->send_cqs[1], src, peer, size, count));
-        tts.push_back(run_transmitter(tx_st_mesh->tx(1), units_st, peer, size, count));
+      auto run = [&](int v) -> double {
+        switch (v) {
+          case kManual: return run_manual(manual_mesh->qp(1), *manual_mesh->send_cqs[1], src, peer, size, count);
+          case kTx: return run_transmitter(tx_mesh->tx(1), units, peer, size, count);
+          case kManualSt: return run_manual(manual_st_mesh->qp(1), *manual_st_mesh->send_cqs[1], src, peer, size, count);
+          case kTxSt: return run_transmitter(tx_st_mesh->tx(1), units_st, peer, size, count);
 #ifdef LOOM_HAVE_UCX
-        tu.push_back(run_ucx(ucx, src, size, count));
-        tv.push_back(run_ucx(ucx_mt, src, size, count));
+          case kUcx: return run_ucx(ucx, src, size, count);
+          case kUcxMt: return run_ucx(ucx_mt, src, size, count);
 #endif
-        tc.push_back(run_memcpy(window.bytes(), src, size, count));
-      }
-      auto add = [&](const char* v, double secs) {
-        double rate = static_cast<double>(count) / secs;
-        rows.push_back({v, size, "msgs_per_s", rate, "1/s"});
-        rows.push_back({v, size, "MB_per_s", rate * static_cast<double>(size) / 1e6, "MB/s"});
+          case kMemcpy: return run_memcpy(window.bytes(), src, size, count);
+          default: return 0.0;  // not built
+        }
       };
-      add("manual-ss", median(tm));
-      add("transmitter", median(tt));
-      add("manual-ss-st", median(tms));
-      add("transmitter-st", median(tts));
-      if (!tu.empty()) add("ucx-put", median(tu));
-      if (!tv.empty()) add("ucx-put-mt", median(tv));
-      add("memcpy", median(tc));
+      std::vector<double> t[kVariants];
+      // Round 0 is a warm-up (page-table entries for the peer's window, caches) and is dropped.
+      for (int r = 0; r <= rounds; ++r)
+        for (int k = 0; k < kVariants; ++k) {
+          int v = (k + r) % kVariants;
+          double secs = run(v);
+          if (r > 0 && secs > 0) t[v].push_back(secs);
+        }
+      auto add = [&](int v) {
+        if (t[v].empty()) return;
+        double rate = static_cast<double>(count) / median(t[v]);
+        rows.push_back({names[v], size, "msgs_per_s", rate, "1/s"});
+        rows.push_back({names[v], size, "MB_per_s", rate * static_cast<double>(size) / 1e6, "MB/s"});
+      };
+      for (int v = 0; v < kVariants; ++v) add(v);
+      // Rate of `a` over rate of `b`, round by round.
+      auto ratio = [&](int a, int b) {
+        if (t[a].empty() || t[b].empty()) return 0.0;
+        std::vector<double> q;
+        for (size_t r = 0; r < t[a].size(); ++r) q.push_back(t[b][r] / t[a][r]);
+        return median(q);
+      };
+      ratios[size] = {ratio(kTx, kManual), ratio(kTxSt, kManualSt), ratio(kTxSt, kUcx), ratio(kTx, kUcxMt)};
     }
   }
   rt.barrier();
@@ -318,12 +341,13 @@ int main(int argc, char** argv) {
     for (size_t s : sizes) {
       double m = get("manual-ss", s), t = get("transmitter", s), ms = get("manual-ss-st", s), ts = get("transmitter-st", s),
              u = get("ucx-put", s), v = get("ucx-put-mt", s), c = get("memcpy", s);
+      const Ratios& q = ratios[s];
       std::printf("%8zu %12.0f %12.0f %12.0f %12.0f %12.0f %12.0f %12.0f %8.3f %8.3f %8.3f %8.3f\n", s, m, t, ms, ts, u, v, c,
-                  t / m, ts / ms, u > 0 ? ts / u : 0.0, v > 0 ? t / v : 0.0);
-      worst_tx = std::min(worst_tx, t / m);
-      worst_tx_st = std::min(worst_tx_st, ts / ms);
-      if (s <= 64 && u > 0) worst_small = std::min(worst_small, ts / u);
-      if (s <= 64 && v > 0) worst_small_mt = std::min(worst_small_mt, t / v);
+                  q.tx, q.tx_st, q.st_ucx, q.mt_ucx);
+      worst_tx = std::min(worst_tx, q.tx);
+      worst_tx_st = std::min(worst_tx_st, q.tx_st);
+      if (s <= 64 && u > 0) worst_small = std::min(worst_small, q.st_ucx);
+      if (s <= 64 && v > 0) worst_small_mt = std::min(worst_small_mt, q.mt_ucx);
     }
     std::printf("pingpong (cache line, shared mapping): round trip %.3f us\n", rtt);
     std::printf("load average: %.2f %.2f %.2f\n", loads[0], loads[1], loads[2]);
