@@ -40,8 +40,8 @@ enum class Growth { Linear, Exponential };
 
 // One cache line. Its state is one number: the unit is reusable once its source's completed
 // flush number reaches `due` (0: free now; kBusy: handed out). A tag t makes it t + 1. Flags for
-// "in use" and "tagged" and a use count cost a fifth of a post on the Transmitter's fast path
-// (measured: tests of two flags, a read-modify-write, a partial store read back).
+// "in use" and "tagged" and a use count (two tests, a read-modify-write, a partial store read
+// back) cost about a sixth of a small post through the Transmitter.
 struct alignas(64) Unit {
   static constexpr uint64_t kBusy = ~uint64_t{0};
   RDMAMemory mem;
