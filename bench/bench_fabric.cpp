@@ -103,10 +103,10 @@ double run_transmitter(signal::Transmitter& tx, memory::CircularAllocator& units
   for (size_t i = 0; i < count; ++i) {
     memory::Unit* u;
     while ((u = units.next()) == nullptr) tx.progress();
-    *reinterpret_cast<uint64_t*>(u->mem.bytes()) = i;
+    *reinterpret_cast<uint64_t*>(u->bytes()) = i;
     fabric::SendWr wr;
     wr.opcode = fabric::Opcode::Write;
-    wr.local = {u->mem.address(), static_cast<uint32_t>(size), u->mem.lkey};
+    wr.local = {u->address(), static_cast<uint32_t>(size), u->lkey};
     wr.remote_addr = t.addr + (i * size) % (kRegion - size);
     wr.rkey = t.rkey;
     wr.inline_data = inline_data;
@@ -115,7 +115,7 @@ double run_transmitter(signal::Transmitter& tx, memory::CircularAllocator& units
       std::fprintf(stderr, "transmitter: post failed\n");
       std::exit(1);
     }
-    memory::CircularAllocator::tag(u, tx, p.tag);
+    units.tag(u, tx, p.tag);
   }
   tx.flush();
   return seconds_since(t0);

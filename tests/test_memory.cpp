@@ -120,14 +120,14 @@ TEST_F(WithRuntime, CircularAllocatorRecyclesByFlushTag) {
   for (int i = 0; i < 4; ++i) {
     Unit* u = c.next();
     ASSERT_NE(u, nullptr);
-    CircularAllocator::tag(u, f, static_cast<uint64_t>(i));  // tags 0..3, none complete
+    c.tag(u, f, static_cast<uint64_t>(i));  // tags 0..3, none complete
     first.push_back(u);
   }
   // All four busy: grows by 4 (linear) up to the maximum of 8, then refuses.
   for (int i = 0; i < 4; ++i) {
     Unit* u = c.next();
     ASSERT_NE(u, nullptr);
-    CircularAllocator::tag(u, f, 10);
+    c.tag(u, f, 10);
   }
   EXPECT_EQ(c.units(), 8u);
   EXPECT_EQ(c.next(), nullptr);
@@ -138,13 +138,20 @@ TEST_F(WithRuntime, CircularAllocatorRecyclesByFlushTag) {
   EXPECT_EQ(a, first[0]);
   EXPECT_EQ(b, first[1]);
   EXPECT_EQ(c.next(), nullptr);
-  EXPECT_FALSE(a->reusable());  // handed out again
+  EXPECT_FALSE(c.reusable(a));  // handed out again
   CircularAllocator::release(a);
   CircularAllocator::release(b);
-  EXPECT_TRUE(a->reusable());
-  EXPECT_TRUE(b->reusable());
+  EXPECT_TRUE(c.reusable(a));
+  EXPECT_TRUE(c.reusable(b));
   f.complete_up_to(11);
-  EXPECT_EQ(c.next(), first[2]);  // circular order goes on where it stood
+  Unit* d = c.next();
+  EXPECT_EQ(d, first[2]);  // circular order goes on where it stood
+  ManualFlush g;
+  EXPECT_THROW(c.tag(d, g, 1), Error);  // one allocator, one flush source
+  RDMAMemory m = c.memory(d);
+  EXPECT_EQ(m.bytes(), d->bytes());
+  EXPECT_EQ(m.size, 256u);
+  EXPECT_EQ(m.lkey, d->lkey);
 }
 
 TEST_F(WithRuntime, CircularAllocatorGrowsExponentially) {
@@ -153,7 +160,7 @@ TEST_F(WithRuntime, CircularAllocatorGrowsExponentially) {
   for (int i = 0; i < 16; ++i) {
     Unit* u = c.next();
     ASSERT_NE(u, nullptr);
-    CircularAllocator::tag(u, f, 1);
+    c.tag(u, f, 1);
   }
   EXPECT_EQ(c.units(), 16u);  // 2 -> 4 -> 8 -> 16
   EXPECT_EQ(c.next(), nullptr);
@@ -190,17 +197,17 @@ TEST_F(WithRuntime, LinearCircularUntaggedUnitsFreeAndLateTagsHold) {
   auto s2 = lc.allocate(600);  // the next unit; the first, never tagged, is free again
   ASSERT_TRUE(s1 && s2);
   EXPECT_NE(s1->unit, s2->unit);
-  EXPECT_TRUE(s1->unit->reusable());
+  EXPECT_TRUE(lc.reusable(s1->unit));
   lc.tag(*s2, f, 3);
   auto s3 = lc.allocate(600);  // back to the first unit
   ASSERT_TRUE(s3);
   EXPECT_EQ(s3->unit, s1->unit);
-  EXPECT_FALSE(s2->unit->reusable());  // its tag 3 is not complete
+  EXPECT_FALSE(lc.reusable(s2->unit));  // its tag 3 is not complete
   lc.tag(*s2, f, 5);                   // a late tag on the unit left behind raises its due
   f.complete_up_to(4);
-  EXPECT_FALSE(s2->unit->reusable());
+  EXPECT_FALSE(lc.reusable(s2->unit));
   f.complete_up_to(6);
-  EXPECT_TRUE(s2->unit->reusable());
+  EXPECT_TRUE(lc.reusable(s2->unit));
   EXPECT_THROW(lc.tag(*s3, other, 1), Error);
 }
 

@@ -46,17 +46,17 @@ void stress(int T, bool single_thread) {
         recycled.fetch_add(1, std::memory_order_relaxed);
         it->second.second = false;
       }
-      auto* m = reinterpret_cast<uint64_t*>(u->mem.bytes());
+      auto* m = reinterpret_cast<uint64_t*>(u->bytes());
       m[0] = (static_cast<uint64_t>(t) << 48) | i;
       fabric::SendWr wr;
       wr.opcode = fabric::Opcode::Write;
-      wr.local = {u->mem.address(), 8, u->mem.lkey};
+      wr.local = {u->address(), 8, u->lkey};
       wr.remote_addr = r.addr + (static_cast<uint64_t>(t) * slots + i % slots) * 64;
       wr.rkey = r.rkey;
       auto p = tx.post(wr);
       if (p.result == fabric::PostResult::QueueFull) overflow.fetch_add(1);
       ASSERT_TRUE(p.ok()) << fabric::to_string(p.result) << "; " << tx.describe();
-      memory::CircularAllocator::tag(u, tx, p.tag);
+      units.tag(u, tx, p.tag);
       outstanding[u] = {p.tag, true};
     }
     tx.flush();
@@ -66,7 +66,7 @@ void stress(int T, bool single_thread) {
         recycled.fetch_add(1, std::memory_order_relaxed);
         st.second = false;
       }
-      EXPECT_TRUE(u->reusable());
+      EXPECT_TRUE(units.reusable(u));
     }
     EXPECT_LE(units.units(), 64u);
   };

@@ -13,7 +13,8 @@ const FlushSource kIdle;
 
 CircularAllocator::CircularAllocator(RDMAAllocator& backing, size_t unit_size, size_t initial_units, size_t max_units,
                                      Growth growth)
-    : backing_(backing), unit_size_(unit_size), max_units_(max_units), growth_(growth), initial_(initial_units) {
+    : backing_(backing), unit_size_(unit_size), max_units_(max_units), growth_(growth), initial_(initial_units),
+      source_(&kIdle) {
   if (unit_size == 0 || initial_units == 0 || max_units < initial_units)
     fail("CircularAllocator: need unit_size > 0 and 0 < initial_units <= max_units (got ", unit_size, ", ", initial_units,
          ", ", max_units, ")");
@@ -26,7 +27,8 @@ CircularAllocator::~CircularAllocator() {
 }
 
 void CircularAllocator::grow(size_t count) {
-  std::vector<Unit*> fresh;
+  if (count == 0) return;
+  auto block = std::make_unique<Unit[]>(count);
   for (size_t i = 0; i < count; ++i) {
     if (spare_.addr == nullptr || spare_used_ + unit_size_ > spare_.size) {
       size_t want = std::max(unit_size_, kChunkGranule);
@@ -34,34 +36,42 @@ void CircularAllocator::grow(size_t count) {
       chunks_.push_back(spare_);
       spare_used_ = 0;
     }
-    auto u = std::make_unique<Unit>();
-    u->source = &kIdle;
-    u->mem = spare_.slice(spare_used_, unit_size_);
+    Unit& u = block[i];
+    u.addr = spare_.bytes() + spare_used_;
+    u.lkey = spare_.lkey;
+    u.rkey = spare_.rkey;
     spare_used_ += unit_size_;
-    fresh.push_back(u.get());
-    storage_.push_back(std::move(u));
+    if (i + 1 < count) u.ring_next = &block[i + 1];
   }
-  if (fresh.empty()) return;
-  for (size_t i = 0; i + 1 < fresh.size(); ++i) fresh[i]->ring_next = fresh[i + 1];
+  Unit* first = &block[0];
+  Unit* last = &block[count - 1];
   if (cur_ == nullptr) {
-    fresh.back()->ring_next = fresh.front();
+    last->ring_next = first;
   } else {
     // New units go in at the current position, so they are handed out next, ahead of the busy
     // unit. Growth is rare: finding the predecessor by a walk keeps the fast path to one store.
     Unit* before = cur_;
     while (before->ring_next != cur_) before = before->ring_next;
-    fresh.back()->ring_next = cur_;
-    before->ring_next = fresh.front();
+    last->ring_next = cur_;
+    before->ring_next = first;
   }
-  cur_ = fresh.front();
+  cur_ = first;
+  count_ += count;
+  blocks_.push_back(std::move(block));
+}
+
+void CircularAllocator::bind(const FlushSource& source) {
+  if (source_ == &source) return;
+  if (source_ != &kIdle) fail("CircularAllocator: one allocator serves one flush source (transmitter)");
+  source_ = &source;
 }
 
 Unit* CircularAllocator::next_slow() {
   // The unit at the current position is still busy: grow (new units go in right here), or
   // report the ring full.
-  if (storage_.size() >= max_units_) return nullptr;
-  size_t add = growth_ == Growth::Linear ? initial_ : storage_.size();
-  add = std::min(add, max_units_ - storage_.size());
+  if (count_ >= max_units_) return nullptr;
+  size_t add = growth_ == Growth::Linear ? initial_ : count_;
+  add = std::min(add, max_units_ - count_);
   grow(add);
   Unit* u = cur_;
   take(u);
@@ -82,28 +92,22 @@ std::optional<LinearCircularAllocator::Segment> LinearCircularAllocator::allocat
     if (u == nullptr) return std::nullopt;
     // The unit we leave stays busy until the tags of its segments complete (free at once if
     // none was tagged).
-    if (current_ != nullptr) {
-      if (current_source_ != nullptr) current_->source = current_source_;
-      current_->due = current_due_;
-    }
+    if (current_ != nullptr) current_->due = current_due_;
     current_ = u;
     current_due_ = 0;
     off = 0;
   }
   offset_ = off + n;
-  return Segment{current_->mem.slice(off, n), current_};
+  return Segment{ring_.memory(current_).slice(off, n), current_};
 }
 
 void LinearCircularAllocator::tag(const Segment& s, const FlushSource& source, uint64_t t) {
-  if (current_source_ != nullptr && current_source_ != &source)
-    fail("LinearCircularAllocator: one allocator serves one transmitter");
-  current_source_ = &source;
+  ring_.bind(source);
   Unit* u = s.unit;
   if (u == current_) {
     current_due_ = std::max(current_due_, t + 1);
   } else if (!u->busy()) {
     // A segment of a unit already left behind: its due can only rise.
-    u->source = &source;
     u->due = std::max(u->due, t + 1);
   }
 }
