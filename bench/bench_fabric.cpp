@@ -54,13 +54,38 @@ size_t ring_slots(const memory::RDMAMemory& src, size_t size) {
   return std::max<size_t>(1, std::min<size_t>(kDepth, src.size / std::max<size_t>(size, 64)));
 }
 
+// A source buffer the hand-written loop cycles through.
+struct Slot {
+  uint8_t* addr;
+  uint32_t lkey;
+};
+
+// The memory of `units`' first kDepth units (a buffer per WRITE that may be in flight), handed
+// back at once. The hand-written loop reads its sources from exactly the memory the Transmitter
+// reads from: on this machine two regions of the same kind can differ by 1.5x in bandwidth, which
+// would otherwise be counted for or against the Transmitter at large sizes.
+std::vector<Slot> slots_of(memory::CircularAllocator& units) {
+  std::vector<memory::Unit*> taken;
+  for (uint32_t k = 0; k < kDepth; ++k) {
+    memory::Unit* u = units.next();
+    if (u == nullptr) break;
+    taken.push_back(u);
+  }
+  std::vector<Slot> slots;
+  for (memory::Unit* u : taken) {
+    slots.push_back({u->bytes(), u->lkey});
+    memory::CircularAllocator::release(u);
+  }
+  return slots;
+}
+
 // (a) Hand-written selective signaling on a bare QP: one thread, signal every depth/4-th post,
 // poll when the queue could fill. Sources cycle through a ring the code manages itself; payloads
 // that fit go inline where the QP says it helps, as the Transmitter decides for itself.
-double run_manual(fabric::QueuePair& qp, fabric::CompletionQueue& cq, const memory::RDMAMemory& src, const Target& t,
+double run_manual(fabric::QueuePair& qp, fabric::CompletionQueue& cq, const std::vector<Slot>& slots, const Target& t,
                   size_t size, size_t count) {
   const uint32_t k = kDepth / 4;
-  const size_t ring = ring_slots(src, size);
+  const size_t ring = slots.size();
   const bool inline_data = qp.inline_helps() && size <= qp.caps().max_inline;
   uint64_t posted = 0, completed = 0;  // in units of WRs retired by polled signals
   fabric::Completion c[16];
@@ -70,11 +95,11 @@ double run_manual(fabric::QueuePair& qp, fabric::CompletionQueue& cq, const memo
       int n = cq.poll(c);
       for (int j = 0; j < n; ++j) completed = c[j].wr_id;
     }
-    size_t slot = (i % ring) * std::max<size_t>(size, 64);
-    *reinterpret_cast<uint64_t*>(src.bytes() + slot) = i;
+    const Slot& slot = slots[i % ring];
+    *reinterpret_cast<uint64_t*>(slot.addr) = i;
     fabric::SendWr wr;
     wr.opcode = fabric::Opcode::Write;
-    wr.local = {src.address() + slot, static_cast<uint32_t>(size), src.lkey};
+    wr.local = {reinterpret_cast<uint64_t>(slot.addr), static_cast<uint32_t>(size), slot.lkey};
     wr.remote_addr = t.addr + (i * size) % (kRegion - size);
     wr.rkey = t.rkey;
     wr.inline_data = inline_data;
@@ -293,11 +318,12 @@ int main(int argc, char** argv) {
       size_t count = std::min(max_msgs, std::max<size_t>(1024, max_bytes / size));
       memory::CircularAllocator units(rt.allocator(), size, 64, 4096);
       memory::CircularAllocator units_st(rt.allocator(), size, 64, 4096);
+      const std::vector<Slot> slots = slots_of(units), slots_st = slots_of(units_st);
       auto run = [&](int v) -> double {
         switch (v) {
-          case kManual: return run_manual(manual_mesh->qp(1), *manual_mesh->send_cqs[1], src, peer, size, count);
+          case kManual: return run_manual(manual_mesh->qp(1), *manual_mesh->send_cqs[1], slots, peer, size, count);
           case kTx: return run_transmitter(tx_mesh->tx(1), units, peer, size, count);
-          case kManualSt: return run_manual(manual_st_mesh->qp(1), *manual_st_mesh->send_cqs[1], src, peer, size, count);
+          case kManualSt: return run_manual(manual_st_mesh->qp(1), *manual_st_mesh->send_cqs[1], slots_st, peer, size, count);
           case kTxSt: return run_transmitter(tx_st_mesh->tx(1), units_st, peer, size, count);
 #ifdef LOOM_HAVE_UCX
           case kUcx: return run_ucx(ucx, src, size, count);
