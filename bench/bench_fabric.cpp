@@ -266,10 +266,8 @@ int main(int argc, char** argv) {
   st_caps.single_thread = true;  // thread domains: the counterparts of UCX's single-thread worker
   auto manual_st_mesh = rt.make_mesh(st_caps);
   auto tx_st_mesh = rt.make_mesh(st_caps);
-  // Room for a full send queue of the largest messages: a hand-written program on a NIC needs a
-  // buffer per WRITE in flight (with 4 MiB, 64 KiB messages cycled through 64 buffers while up
-  // to 256 were in flight, and the manual rows read 4 MiB of sources where the Transmitter's
-  // units spanned 16).
+  // The sources of the UCX and memcpy rows: a buffer per WRITE that may be in flight, a send
+  // queue's worth of the largest messages, as a program on a NIC needs.
   memory::RDMAMemory src = rt.allocator().allocate_chunk(size_t{kDepth} * 65536);
   std::memset(src.addr, 0x5a, src.size);
 
