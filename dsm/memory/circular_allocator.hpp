@@ -93,7 +93,7 @@ class CircularAllocator {
   size_t units() const { return count_; }
   size_t unit_size() const { return unit_size_; }
   size_t max_units() const { return max_units_; }
-  const FlushSource& source() const { return *source_; }
+  // Makes `source` the allocator's flush source (refused if another one is bound already).
   void bind(const FlushSource& source);
 
  private:
