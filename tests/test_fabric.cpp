@@ -239,15 +239,24 @@ TEST(Fabric, BadKeysAndBoundsAreErrors) {
 
   // Collective. Even and odd ranks take turns causing the error: on an RC transport the
   // responder's QP enters the error state too, and with 2 ranks both directions share one QP.
-  auto expect_error = [&](fabric::SendWr wr, Status want, int line, bool signaled = true) {
-    SCOPED_TRACE("case at line " + std::to_string(line));
+  // via_write: posted through QueuePair::post_write (unsignaled; its error completion has wr_id 0).
+  auto expect_error = [&](fabric::SendWr wr, Status want, int line, bool signaled = true, bool via_write = false) {
+    SCOPED_TRACE("case at line " + std::to_string(line) + (via_write ? " (post_write)" : ""));
     for (int turn = 0; turn < 2; ++turn) {
       const bool mine = rt().rank() % 2 == turn;
       // Nobody may still be using the pair when the error is caused: with two ranks both
       // directions share one QP, and the peer's last request would be flushed by our error.
       rt().barrier();
       if (mine) {
-        Status got = run(qp, cq, wr, signaled).status;
+        Status got;
+        if (via_write) {
+          EXPECT_EQ(qp.post_write(wr.local, wr.remote_addr, wr.rkey, wr.inline_data), fabric::PostResult::Ok);
+          fabric::Completion c = wait_one(cq);
+          EXPECT_EQ(c.wr_id, 0u);
+          got = c.status;
+        } else {
+          got = run(qp, cq, wr, signaled).status;
+        }
         // rxe reports local errors as a QP operation error where others are precise.
         if (!(want == Status::LocalProtectionError && got == Status::LocalOperationError)) {
           EXPECT_EQ(got, want);
@@ -271,6 +280,7 @@ TEST(Fabric, BadKeysAndBoundsAreErrors) {
   Remote bad = r;
   bad.rkey ^= 0x5a5a;  // unknown key
   expect_error(rdma(Opcode::Write, buf.local, 0, 8, bad, 0), Status::RemoteAccessError, __LINE__);
+  expect_error(rdma(Opcode::Write, buf.local, 0, 8, bad, 0), Status::RemoteAccessError, __LINE__, false, true);
   bad = r;
   bad.rkey = 0;
   expect_error(rdma(Opcode::Read, buf.local, 0, 8, bad, 0), Status::RemoteAccessError, __LINE__);
@@ -300,11 +310,13 @@ TEST(Fabric, BadKeysAndBoundsAreErrors) {
   EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 0, 8, theirs, 0)).status, Status::Success);
   EXPECT_EQ(run(qp, cq, rdma(Opcode::Write, buf.local, 0, 64, theirs, 4096 - 64)).status, Status::Success);
   expect_error(rdma(Opcode::Write, buf.local, 0, 64, theirs, 4096 - 32), Status::RemoteAccessError, __LINE__);  // past the end
+  expect_error(rdma(Opcode::Write, buf.local, 0, 64, theirs, 4096 - 32), Status::RemoteAccessError, __LINE__, false, true);
   expect_error(rdma(Opcode::Read, buf.local, 0, 8, theirs, static_cast<uint64_t>(-8)), Status::RemoteAccessError, __LINE__);  // before
   // Keys revoked after use: WRITEs with exactly these keys come last before the revocation, so a
   // provider that remembers keys (shm does, per QP and thread) holds them when it happens.
   auto use = [&](const fabric::SendWr& wr) {
     for (int i = 0; i < 4; ++i) ASSERT_EQ(qp.post_send(wr), fabric::PostResult::Ok);
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(qp.post_write(wr.local, wr.remote_addr, wr.rkey, false), fabric::PostResult::Ok);
     EXPECT_EQ(run(qp, cq, wr).status, Status::Success);
   };
   rt().barrier();
@@ -313,6 +325,7 @@ TEST(Fabric, BadKeysAndBoundsAreErrors) {
   // Our own source key: the next WRITE from it fails, unsignaled (this thread's last post on
   // the QP) as signaled.
   rt().provider().deregister(lmr);
+  expect_error(from_lmr, Status::LocalProtectionError, __LINE__, false, true);
   expect_error(from_lmr, Status::LocalProtectionError, __LINE__, false);
   expect_error(from_lmr, Status::LocalProtectionError, __LINE__);
   rt().barrier();
@@ -320,6 +333,7 @@ TEST(Fabric, BadKeysAndBoundsAreErrors) {
   rt().barrier();
   rt().provider().deregister(mr);
   rt().barrier();
+  expect_error(rdma(Opcode::Write, buf.local, 0, 8, theirs, 0), Status::RemoteAccessError, __LINE__, false, true);
   expect_error(rdma(Opcode::Write, buf.local, 0, 8, theirs, 0), Status::RemoteAccessError, __LINE__, false);
   expect_error(rdma(Opcode::Write, buf.local, 0, 8, theirs, 0), Status::RemoteAccessError, __LINE__);
   rt().barrier();
@@ -331,6 +345,7 @@ TEST(Fabric, BadKeysAndBoundsAreErrors) {
   std::memcpy(&theirs, all[static_cast<size_t>(dst)].data(), sizeof theirs);
   EXPECT_EQ(run(qp, cq, rdma(Opcode::Read, buf.local, 0, 8, theirs, 0)).status, Status::Success);
   expect_error(rdma(Opcode::Write, buf.local, 0, 8, theirs, 0), Status::RemoteAccessError, __LINE__);
+  expect_error(rdma(Opcode::Write, buf.local, 0, 8, theirs, 0), Status::RemoteAccessError, __LINE__, false, true);
   rt().barrier();
   rt().provider().deregister(ro);
 }
@@ -356,6 +371,8 @@ TEST(Fabric, QueueDepthsAreEnforced) {
   ASSERT_EQ(qp.post_send(wr), fabric::PostResult::Ok);
   EXPECT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::QueueFull);
   EXPECT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::QueueFull);
+  const fabric::SendWr w = rdma(Opcode::Write, buf.local, 0, 8, r, 0);
+  EXPECT_EQ(qp.post_write(w.local, w.remote_addr, w.rkey, false), fabric::PostResult::QueueFull);
   EXPECT_EQ(wait_one(cq).wr_id, 5u);
   EXPECT_EQ(qp.post_send(rdma(Opcode::Write, buf.local, 0, 8, r, 0)), fabric::PostResult::Ok);
   wr.wr_id = 6;
@@ -432,8 +449,9 @@ TEST(Fabric, NotifiedFlagMeansDataComplete) {
 // provider may give it (unsignaled, signaled, inline; on shm the first and last are copied with
 // overlapping moves up to 72 bytes and by memcpy beyond): the bytes written are the source's,
 // and not one byte on either side is touched.
+// Modes: 0 unsignaled post_send, 1 signaled, 2 inline, 3 post_write, 4 post_write inline.
 TEST(Fabric, WritesOfEveryLengthLandExactly) {
-  constexpr uint32_t kMaxLen = 80, kOffsets = 8, kModes = 3, kSlot = 128, kPad = 16;
+  constexpr uint32_t kMaxLen = 80, kOffsets = 8, kModes = 5, kSlot = 128, kPad = 16;
   constexpr size_t kSlots = size_t{kMaxLen} * kOffsets * kModes;
   SharedBuffers buf(1 << 20);
   auto mesh = rt().make_mesh(small_caps());
@@ -455,11 +473,16 @@ TEST(Fabric, WritesOfEveryLengthLandExactly) {
         size_t at = slot * kSlot + kPad + off;
         for (uint32_t i = 0; i < len; ++i) mem[src_base + at + i] = pattern(rt().rank(), slot, i);
         auto wr = rdma(Opcode::Write, buf.local, src_base + at, len, r, at);
-        wr.inline_data = mode == 2 && len <= max_inline;
+        wr.inline_data = (mode == 2 || mode == 4) && len <= max_inline;
         // Unsignaled requests are retired by a signaled one every 16, within the queue's depth.
         bool signaled = mode == 1 || ++unsignaled % 16 == 0;
         wr.signaled = signaled;
         wr.wr_id = slot;
+        if (mode >= 3 && !signaled) {
+          ASSERT_EQ(qp.post_write(wr.local, wr.remote_addr, wr.rkey, wr.inline_data), fabric::PostResult::Ok)
+              << "length " << len << " offset " << off;
+          continue;
+        }
         ASSERT_EQ(qp.post_send(wr), fabric::PostResult::Ok) << "length " << len << " offset " << off;
         if (signaled) {
           ASSERT_EQ(wait_one(cq).status, Status::Success) << "length " << len << " offset " << off;

@@ -98,6 +98,17 @@ struct SendWr {
   uint64_t swap = 0;         // CMP_SWAP: swap
 };
 
+// The request post_write stands for: an unsignaled WRITE, wr_id 0.
+inline SendWr write_request(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data) {
+  SendWr wr;
+  wr.opcode = Opcode::Write;
+  wr.local = local;
+  wr.remote_addr = remote_addr;
+  wr.rkey = rkey;
+  wr.inline_data = inline_data;
+  return wr;
+}
+
 struct RecvWr {
   uint64_t wr_id = 0;
   Sge local;
@@ -150,6 +161,12 @@ class QueuePair {
   // Thread-safe, as ibv_post_send is (unless the QP was created single_thread).
   [[nodiscard]] virtual PostResult post_send(const SendWr& wr) = 0;
   [[nodiscard]] virtual PostResult post_recv(const RecvWr& wr) = 0;
+  // An unsignaled one-sided WRITE without a work request to build: the same as post_send of
+  // SendWr{opcode Write, local, remote_addr, rkey, inline_data, unsignaled, wr_id 0}, with the
+  // arguments in registers (what rdma-core's ibv_wr_rdma_write does for ibv_qp_ex).
+  [[nodiscard]] virtual PostResult post_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data) {
+    return post_send(write_request(local, remote_addr, rkey, inline_data));
+  }
   virtual QpState state() const = 0;
   // Error -> Ready with the same peer, once the caller has drained the send completions.
   virtual void reset() = 0;

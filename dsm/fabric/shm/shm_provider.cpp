@@ -354,7 +354,12 @@ class ShmQp : public QueuePair {
   }
 
   PostResult post_send(const SendWr& wr) override;
+  PostResult post_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data) override;
+  // The path of unsignaled WRITEs whose keys this QP has seen: false if the request needs the
+  // general one (first use of a key, an error, a QP not ready), else true with the result.
+  bool fast_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data, PostResult* result);
   PostResult post_general(const SendWr& wr);
+  [[gnu::noinline]] PostResult post_write_general(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data);
   PostResult post_recv(const RecvWr& wr) override;
   QpState state() const override { return state_.load(std::memory_order_acquire); }
   void reset() override {
@@ -698,25 +703,45 @@ void ShmQp::complete(const SendWr& wr, uint64_t seq, Status status, uint32_t byt
   }
 }
 
+[[gnu::always_inline]] inline bool ShmQp::fast_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data,
+                                                      PostResult* result) {
+  const uint32_t len = local.length;
+  if (len == 0 || state_.load(std::memory_order_acquire) != QpState::Ready) return false;
+  KeyViews kv = views();
+  // Inline data is copied straight from the caller's buffer: the WRITE is carried out before
+  // the post returns, which is all "captured at post time" asks, and no local key is checked.
+  if (!(inline_data ? len <= caps_.max_inline : cached(*kv.local, local.lkey, local.addr, len, 0)) ||
+      !cached(*kv.remote, rkey, remote_addr, len, kRemoteWrite))
+    return false;
+  uint64_t seq;
+  if (!reserve(&seq)) {
+    *result = PostResult::QueueFull;
+    return true;
+  }
+  place(kv.remote->mapped + (remote_addr - kv.remote->base), reinterpret_cast<const uint8_t*>(local.addr), len);
+  *result = PostResult::Ok;
+  return true;
+}
+
 PostResult ShmQp::post_send(const SendWr& wr) {
   // The bulk of the traffic, unsignaled one-sided WRITEs whose keys were seen before, on a path
   // of its own that calls nothing: a NIC's doorbell costs a few tens of nanoseconds, and so did
   // this function before it. Everything else, including the first use of a key and every error,
   // takes the general path.
-  const uint32_t len = wr.local.length;
-  if (wr.opcode == Opcode::Write && !wr.signaled && len != 0 && state_.load(std::memory_order_acquire) == QpState::Ready) {
-    KeyViews kv = views();
-    // Inline data is copied straight from the caller's buffer: the WRITE is carried out before
-    // the post returns, which is all "captured at post time" asks, and no local key is checked.
-    if ((wr.inline_data ? len <= caps_.max_inline : cached(*kv.local, wr.local.lkey, wr.local.addr, len, 0)) &&
-        cached(*kv.remote, wr.rkey, wr.remote_addr, len, kRemoteWrite)) {
-      uint64_t seq;
-      if (!reserve(&seq)) return PostResult::QueueFull;
-      place(kv.remote->mapped + (wr.remote_addr - kv.remote->base), reinterpret_cast<const uint8_t*>(wr.local.addr), len);
-      return PostResult::Ok;
-    }
-  }
+  PostResult r;
+  if (wr.opcode == Opcode::Write && !wr.signaled && fast_write(wr.local, wr.remote_addr, wr.rkey, wr.inline_data, &r))
+    return r;
   return post_general(wr);
+}
+
+PostResult ShmQp::post_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data) {
+  PostResult r;
+  if (fast_write(local, remote_addr, rkey, inline_data, &r)) return r;
+  return post_write_general(local, remote_addr, rkey, inline_data);
+}
+
+PostResult ShmQp::post_write_general(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data) {
+  return post_general(write_request(local, remote_addr, rkey, inline_data));
 }
 
 PostResult ShmQp::post_general(const SendWr& wr) {
