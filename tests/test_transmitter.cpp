@@ -1,4 +1,5 @@
-// Selective-signaling stress: T threads share one queue pair (one Transmitter) for 10^6 posts.
+// Selective-signaling stress: T threads share one queue pair (one Transmitter) for 10^6 posts
+// (every third through write(), the others through post()).
 // No post may overflow the send queue, and every buffer must be recycled exactly once, only
 // after the flush number proves its operation complete.
 #include <gtest/gtest.h>
@@ -53,7 +54,8 @@ void stress(int T, bool single_thread) {
       wr.local = {u->address(), 8, u->lkey};
       wr.remote_addr = r.addr + (static_cast<uint64_t>(t) * slots + i % slots) * 64;
       wr.rkey = r.rkey;
-      auto p = tx.post(wr);
+      // Both entries, interleaved: a work request, and write() with the request's fields.
+      auto p = i % 3 == 0 ? tx.write(wr.local, wr.remote_addr, wr.rkey) : tx.post(wr);
       if (p.result == fabric::PostResult::QueueFull) overflow.fetch_add(1);
       ASSERT_TRUE(p.ok()) << fabric::to_string(p.result) << "; " << tx.describe();
       units.tag(u, tx, p.tag);

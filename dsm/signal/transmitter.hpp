@@ -76,6 +76,26 @@ class Transmitter : public memory::FlushSource {
     return post_lane(wr, force_signal);
   }
 
+  // A one-sided WRITE, as post() of SendWr{Write, local, remote_addr, rkey} posts it, without a
+  // work request to build: on the common path the arguments go to the QP in registers
+  // (QueuePair::post_write). A request is a dozen stores, and from 64-byte WRITEs up stores are
+  // what a post runs short of.
+  Posted write(fabric::Sge local, uint64_t remote_addr, uint32_t rkey) {
+    const bool inline_data = local.length != 0 && local.length <= inline_limit_;
+    Lane& l = lane();
+    if (l.credits > 0) {
+      --l.credits;
+      fabric::PostResult r = qp_.post_write(local, remote_addr, rkey, inline_data);
+      if (r != fabric::PostResult::Ok) {
+        ++l.credits;
+        return Posted{r, 0};
+      }
+      return Posted{r, issued_.load(std::memory_order_acquire)};
+    }
+    fabric::SendWr wr = fabric::write_request(local, remote_addr, rkey, inline_data);
+    return post_slow(wr, l, false);
+  }
+
  private:
   // Field by field, each at its own width: callers build the request just before posting it, and
   // a wide copy reading across their narrow stores stalls on store forwarding (a few ns a post).
