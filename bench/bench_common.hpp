@@ -1,6 +1,7 @@
 #pragma once
 // What every Loom benchmark shares: CSV rows, timing, the cache-line ping-pong floor, the load
 // average, and UCX error handling for the baselines.
+#include <alloca.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -37,6 +38,21 @@ struct Row {
 };
 
 inline double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
+
+// Runs f with the stack moved down by about `offset` bytes. Where a program's stack lies within a
+// page decides whether its stores alias (4 KiB apart) with the loads of a hot path, which stalls
+// the loads: in bench_fabric one process in four or five ran the thread-safe Transmitter at 0.65
+// of the hand-written loop instead of 0.9, by its stack position alone (the size of the
+// environment moved it there and back). Benchmarks run each round at another offset, so that no
+// variant is measured only at a lucky or an unlucky position.
+template <typename F>
+[[gnu::noinline]] double at_stack_offset(size_t offset, F&& f) {
+  void* p = alloca((offset & 4095) + 16);
+  asm volatile("" : : "r"(p) : "memory");  // keeps the allocation
+  return f();
+}
+// The offset of round r: 256 positions 16 bytes apart, visited in a scattered order.
+inline size_t round_stack_offset(int r) { return (static_cast<size_t>(r) * 1552) % 4096; }
 
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
