@@ -295,6 +295,7 @@ TEST(Fabric, BadKeysAndBoundsAreErrors) {
   fabric::SendWr big = rdma(Opcode::Write, buf.local, 0, 4096, r, 0);
   big.inline_data = true;
   EXPECT_EQ(qp.post_send(big), fabric::PostResult::InvalidArgument);
+  EXPECT_EQ(qp.post_write(big.local, big.remote_addr, big.rkey, true), fabric::PostResult::InvalidArgument);
 
   // A revoked registration: deregister, and the peer's next access fails.
   memory::RDMAMemory extra = rt().allocator().allocate_chunk(1 << 21);
