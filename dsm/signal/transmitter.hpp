@@ -76,6 +76,8 @@ class Transmitter : public memory::FlushSource {
     return post_lane(wr, force_signal);
   }
 
+  struct Lane;  // a thread's credits and counts, below
+
   // A one-sided WRITE, as post() of SendWr{Write, local, remote_addr, rkey} posts it, without a
   // work request to build: on the common path the arguments go to the QP in registers
   // (QueuePair::post_write). A request is a dozen stores, and from 64-byte WRITEs up stores are
@@ -83,15 +85,7 @@ class Transmitter : public memory::FlushSource {
   Posted write(fabric::Sge local, uint64_t remote_addr, uint32_t rkey) {
     const bool inline_data = local.length != 0 && local.length <= inline_limit_;
     Lane& l = lane();
-    if (l.credits > 0) {
-      --l.credits;
-      fabric::PostResult r = qp_.post_write(local, remote_addr, rkey, inline_data);
-      if (r != fabric::PostResult::Ok) {
-        ++l.credits;
-        return Posted{r, 0};
-      }
-      return Posted{r, issued_.load(std::memory_order_acquire)};
-    }
+    if (l.credits > 0) return on_credit(l, qp_.post_write(local, remote_addr, rkey, inline_data));
     fabric::SendWr wr = fabric::write_request(local, remote_addr, rkey, inline_data);
     return post_slow(wr, l, false);
   }
@@ -113,20 +107,18 @@ class Transmitter : public memory::FlushSource {
     to.compare_add = from.compare_add;
     to.swap = from.swap;
   }
+  // The fast path's bookkeeping after an unsignaled post made on one of the lane's credits
+  // (`r` is its result; the credit is spent only if the QP accepted it): no shared writes. The
+  // credit spent is the count too: settle() turns the credits used since the lane last settled
+  // into `unpublished`, so this path writes one counter, not two.
+  [[gnu::always_inline]] Posted on_credit(Lane& l, fabric::PostResult r) {
+    if (r != fabric::PostResult::Ok) return Posted{r, 0};
+    --l.credits;
+    return Posted{r, issued_.load(std::memory_order_acquire)};
+  }
   Posted post_lane(const fabric::SendWr& wr, bool force_signal) {
     Lane& l = lane();
-    if (!force_signal && l.credits > 0 && wr.wr_id == 0 && !wr.signaled) {
-      // The common case: a credit from this thread's lane, an unsignaled post, no shared writes.
-      // The credit spent here is the count too: settle() turns the credits used since the lane
-      // last settled into `unpublished`, so this path writes one counter, not two.
-      --l.credits;
-      fabric::PostResult r = qp_.post_send(wr);
-      if (r != fabric::PostResult::Ok) {
-        ++l.credits;
-        return Posted{r, 0};
-      }
-      return Posted{r, issued_.load(std::memory_order_acquire)};
-    }
+    if (!force_signal && l.credits > 0 && wr.wr_id == 0 && !wr.signaled) return on_credit(l, qp_.post_send(wr));
     fabric::SendWr copy;
     copy_fields(copy, wr);
     return post_slow(copy, l, force_signal);

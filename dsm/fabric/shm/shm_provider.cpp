@@ -376,8 +376,7 @@ class ShmQp : public QueuePair {
     // A view of its own: this is no post, so on a single-thread QP it may come from any thread
     // and must not touch the poster's remembered views.
     KeyView v;
-    if (!view_key(peer_keys_, peer_, rkey, v) || (v.access & access) != access || !covers(v.base, v.length, remote_addr, len))
-      return nullptr;
+    if (!view_key(peer_keys_, peer_, rkey, v) || !allows(v, remote_addr, len, access)) return nullptr;
     return v.mapped + (remote_addr - v.base);
   }
 
@@ -407,6 +406,12 @@ class ShmQp : public QueuePair {
   bool view_key(const KeyTable* t, int rank, uint32_t key, KeyView& v);
   bool current(const KeyTable* t, int rank, uint32_t key, KeyView& v);
   static bool cached(const KeyView& v, uint32_t key, uint64_t addr, uint64_t len, uint32_t need);
+  // The view was taken of `key` and its generation still stands.
+  static bool stands(const KeyView& v, uint32_t key);
+  // The viewed registration grants `need` on [addr, addr+len).
+  static bool allows(const KeyView& v, uint64_t addr, uint64_t len, uint32_t need) {
+    return (v.access & need) == need && covers(v.base, v.length, addr, len);
+  }
   const uint8_t* local(const Sge& sge, uint32_t need, Status* why);
   bool take_recv(RqEntry* out, Status* why);
   // The completion a request raises at the peer when it consumes the receive `e`.
@@ -506,23 +511,24 @@ bool ShmQp::view_key(const KeyTable* t, int rank, uint32_t key, KeyView& v) {
 
 // The registration behind `key` as last viewed, if its generation still stands: fields of one
 // generation never change, so one load revalidates the whole view.
+[[gnu::always_inline]] inline bool ShmQp::stands(const KeyView& v, uint32_t key) {
+  return v.key == key && key != 0 && v.entry->generation.load(std::memory_order_acquire) == key_generation(key);
+}
+
 [[gnu::always_inline]] inline bool ShmQp::current(const KeyTable* t, int rank, uint32_t key, KeyView& v) {
-  if (v.key == key && key != 0 && v.entry->generation.load(std::memory_order_acquire) == key_generation(key)) return true;
-  return view_key(t, rank, key, v);
+  return stands(v, key) || view_key(t, rank, key, v);
 }
 
 // The view already cached for `key` stands and allows [addr, addr+len) with `need`.
 [[gnu::always_inline]] inline bool ShmQp::cached(const KeyView& v, uint32_t key, uint64_t addr, uint64_t len,
                                                  uint32_t need) {
-  return v.key == key && key != 0 && v.entry->generation.load(std::memory_order_acquire) == key_generation(key) &&
-         (v.access & need) == need && covers(v.base, v.length, addr, len);
+  return stands(v, key) && allows(v, addr, len, need);
 }
 
 [[gnu::always_inline]] inline const uint8_t* ShmQp::local(const Sge& sge, uint32_t need, Status* why) {
   if (sge.length == 0) return reinterpret_cast<const uint8_t*>(sge.addr);
   KeyView& v = *views().local;
-  if (!current(p_.own_keys(), -1, sge.lkey, v) || (v.access & need) != need ||
-      !covers(v.base, v.length, sge.addr, sge.length)) {
+  if (!current(p_.own_keys(), -1, sge.lkey, v) || !allows(v, sge.addr, sge.length, need)) {
     *why = Status::LocalProtectionError;
     return nullptr;
   }
@@ -531,7 +537,7 @@ bool ShmQp::view_key(const KeyTable* t, int rank, uint32_t key, KeyView& v) {
 
 [[gnu::always_inline]] inline uint8_t* ShmQp::resolve(uint32_t key, uint64_t addr, uint64_t len, uint32_t need, Status* why) {
   KeyView& v = *views().remote;
-  if (!current(peer_keys_, peer_, key, v) || (v.access & need) != need || !covers(v.base, v.length, addr, len)) {
+  if (!current(peer_keys_, peer_, key, v) || !allows(v, addr, len, need)) {
     *why = Status::RemoteAccessError;
     return nullptr;
   }
