@@ -729,7 +729,12 @@ void ShmQp::complete(const SendWr& wr, uint64_t seq, Status status, uint32_t byt
   return true;
 }
 
-PostResult ShmQp::post_send(const SendWr& wr) {
+// The two fast paths start on a cache line. Where they fell within a line decided a small post's
+// cost, by where unrelated code happened to end: the same Transmitter loop ran 16-byte WRITEs at
+// 93-97 M/s with post_write 48 bytes into a line and at 110-115 M/s with it at the start (one
+// binary each, three runs, same machine hour; the hand-written loop at 110-119 in both). With the
+// alignment fixed, moving the caller's code by 16, 32 or 48 bytes changed nothing measurable.
+[[gnu::aligned(64)]] PostResult ShmQp::post_send(const SendWr& wr) {
   // The bulk of the traffic, unsignaled one-sided WRITEs whose keys were seen before, on a path
   // of its own that calls nothing: a NIC's doorbell costs a few tens of nanoseconds, and so did
   // this function before it. Everything else, including the first use of a key and every error,
@@ -740,7 +745,7 @@ PostResult ShmQp::post_send(const SendWr& wr) {
   return post_general(wr);
 }
 
-PostResult ShmQp::post_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data) {
+[[gnu::aligned(64)]] PostResult ShmQp::post_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data) {
   PostResult r;
   if (fast_write(local, remote_addr, rkey, inline_data, &r)) return r;
   return post_write_general(local, remote_addr, rkey, inline_data);
