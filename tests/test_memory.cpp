@@ -154,6 +154,41 @@ TEST_F(WithRuntime, CircularAllocatorRecyclesByFlushTag) {
   EXPECT_EQ(m.lkey, d->lkey);
 }
 
+TEST_F(WithRuntime, CircularAllocatorGrowsAtTheBusyUnitMidRing) {
+  ManualFlush f;
+  CircularAllocator c(rt_->allocator(), 64, 4, 12, Growth::Linear);
+  Unit* u[4];
+  for (int i = 0; i < 4; ++i) {
+    u[i] = c.next();
+    ASSERT_NE(u[i], nullptr);
+    c.tag(u[i], f, i < 2 ? 0 : 5);
+  }
+  f.complete_up_to(1);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(c.next(), u[i]);
+    c.tag(u[i], f, 6);
+  }
+  // u[2] is busy: the ring grows by 4 there, and the new units come next, ahead of it.
+  std::vector<Unit*> fresh;
+  for (int i = 0; i < 4; ++i) {
+    Unit* n = c.next();
+    ASSERT_NE(n, nullptr);
+    for (Unit* o : u) EXPECT_NE(n, o);
+    fresh.push_back(n);
+    c.tag(n, f, 6);
+  }
+  EXPECT_EQ(c.units(), 8u);
+  f.complete_up_to(7);
+  // The ring is now u0 u1 fresh0..3 u2 u3, and goes on at u2.
+  std::vector<Unit*> want = {u[2], u[3], u[0], u[1], fresh[0], fresh[1], fresh[2], fresh[3], u[2]};
+  for (Unit* w : want) {
+    Unit* n = c.next();
+    EXPECT_EQ(n, w);
+    if (n != nullptr) CircularAllocator::release(n);
+  }
+  EXPECT_EQ(c.units(), 8u);
+}
+
 TEST_F(WithRuntime, CircularAllocatorGrowsExponentially) {
   ManualFlush f;
   CircularAllocator c(rt_->allocator(), 64, 2, 16, Growth::Exponential);
