@@ -17,7 +17,6 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <random>
 #include <functional>
 #include <string>
 #include <vector>
@@ -26,6 +25,7 @@
 #include "dsm/memory/circular_allocator.hpp"
 #include "dsm/runtime/runtime.hpp"
 #include "dsm/signal/backoff.hpp"
+#include "bench/balanced_order.hpp"
 #include "bench/bench_common.hpp"
 
 #ifdef LOOM_HAVE_UCX
@@ -286,14 +286,14 @@ int main(int argc, char** argv) {
     sizes = {only};
   }
   // Timings here drift by up to 2x within seconds (other tenants of the host). So each size runs
-  // many short rounds; in each round every variant runs once, in an order shuffled anew for
-  // each round (see below). A rate is the median over rounds,
+  // many short rounds; in each round every variant runs once, in a balanced order (see below).
+  // A rate is the median over rounds,
   // and a ratio is the median over rounds of the ratio within the round (the two runs lie a few
   // milliseconds apart and see the same machine).
   const size_t max_msgs = quick ? 65536 : 131072;
   const size_t max_bytes = quick ? (32u << 20) : (64u << 20);
-  const int rounds = quick ? 9 : 15;
   enum V { kManual, kTx, kManualSt, kTxSt, kUcx, kUcxMt, kMemcpy, kMemcpyUcx, kVariants };
+  const int rounds = balanced_cycle(kVariants) * (quick ? 1 : 2);  // whole cycles of the balanced order
   const char* names[kVariants] = {"manual-ss",  "transmitter", "manual-ss-st", "transmitter-st",
                                   "ucx-put",    "ucx-put-mt",  "memcpy",       "memcpy-ucx"};
   struct Ratios {
@@ -339,17 +339,13 @@ int main(int argc, char** argv) {
       };
       std::vector<double> t[kVariants];
       // Round 0 is a warm-up (page-table entries for the peer's window, caches) and is dropped.
-      // Each round runs the variants in an order of its own (a shuffle, seeded, so runs repeat):
-      // a variant inherits caches from the one before it, and the variants that share memory
-      // (manual and Transmitter rows read the same buffers and write the same window) would
-      // otherwise always hand it over in the same direction. All variants of a round run at the
-      // same stack offset, each round at another.
-      std::mt19937 shuffle_rng(static_cast<uint32_t>(size));
-      int order[kVariants];
-      for (int k = 0; k < kVariants; ++k) order[k] = k;
+      // The rounds run the variants in a balanced order (balanced_order.hpp): a variant inherits
+      // caches from the one before it, and the variants that share memory (manual and
+      // Transmitter rows read the same buffers and write the same window) hand them over in
+      // every direction equally often. All variants of a round run at the same stack offset,
+      // each round at another.
       for (int r = 0; r <= rounds; ++r) {
-        std::shuffle(order, order + kVariants, shuffle_rng);
-        for (int v : order) {
+        for (int v : balanced_order(kVariants, r == 0 ? 0 : r - 1)) {
           double secs = at_stack_offset(round_stack_offset(r), [&] { return run(v); });
           if (r > 0 && secs > 0) t[v].push_back(secs);
         }
