@@ -18,6 +18,7 @@ inline int balanced_cycle(int n) { return n % 2 == 0 ? n : 2 * n; }
 
 // The order of round `round` among n variants (0..n-1).
 inline std::vector<int> balanced_order(int n, int round) {
+  if (n <= 0) return {};  // nothing to run (bench_invoke --only with no case at this size)
   std::vector<int> base(static_cast<size_t>(n));
   // 0, 1, n-1, 2, n-2, ...: the successive differences are all distinct mod n.
   for (int j = 0; j < n; ++j) base[static_cast<size_t>(j)] = j % 2 == 1 ? (j + 1) / 2 : (n - j / 2) % n;

@@ -36,3 +36,8 @@ TEST(BalancedOrder, RepeatsWithItsCycle) {
   EXPECT_EQ(balanced_order(5, 2), balanced_order(5, 12));
   EXPECT_NE(balanced_order(8, 0), balanced_order(8, 1));
 }
+
+TEST(BalancedOrder, NoVariantsIsAnEmptyRound) {
+  EXPECT_TRUE(balanced_order(0, 0).empty());
+  EXPECT_TRUE(balanced_order(0, 5).empty());
+}
