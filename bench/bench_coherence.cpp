@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "bench/balanced_order.hpp"
 #include "bench/bench_common.hpp"
 #include "coherence/space.hpp"
 
@@ -280,16 +279,16 @@ int main(int argc, char** argv) {
   };
   // The policies run interleaved, each repetition in another row of a balanced order
   // (balanced_order.hpp; four repetitions make a full cycle), so that no policy always inherits
-  // the caches and page tables of the same predecessor; each figure is the median.
+  // the caches and page tables of the same predecessor (run_round); each figure is the median.
   const std::vector<const char*> policies = {"floating-ts", "floating-dir", "fixed-ts", "fixed-dir"};
   const int reps = quick ? 1 : balanced_cycle(static_cast<int>(policies.size()));
   std::vector<std::vector<double>> w(policies.size()), rd(policies.size());
   for (int rep = 0; rep < reps; ++rep)
-    for (int k : balanced_order(static_cast<int>(policies.size()), rep)) {
+    run_round(static_cast<int>(policies.size()), rep, [&](int k) {
       Policy p = Policy::parse(policies[static_cast<size_t>(k)]);
       w[static_cast<size_t>(k)].push_back(write_heavy(rt, p, quick ? 100 : 500));
       rd[static_cast<size_t>(k)].push_back(read_heavy(rt, p, quick ? 50 : 200));
-    }
+    });
   std::vector<Abl> abl;
   for (size_t k = 0; k < policies.size(); ++k) abl.push_back({policies[k], median(w[k]), median(rd[k])});
   if (leader) {

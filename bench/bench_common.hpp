@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/balanced_order.hpp"
 #include "dsm/common/env.hpp"
 #include "dsm/runtime/runtime.hpp"
 #include "dsm/signal/backoff.hpp"
@@ -53,6 +54,16 @@ template <typename F>
 }
 // The offset of round r: 256 positions 16 bytes apart, visited in a scattered order.
 inline size_t round_stack_offset(int r) { return (static_cast<size_t>(r) * 1552) % 4096; }
+
+// Round r of a benchmark: f(k) for each of its n variants, in row r of the balanced order
+// (balanced_order.hpp), all at round r's stack offset.
+template <typename F>
+void run_round(int n, int r, F&& f) {
+  for (int k : balanced_order(n, r)) at_stack_offset(round_stack_offset(r), [&] {
+      f(k);
+      return 0.0;
+    });
+}
 
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

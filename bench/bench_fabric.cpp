@@ -25,7 +25,6 @@
 #include "dsm/memory/circular_allocator.hpp"
 #include "dsm/runtime/runtime.hpp"
 #include "dsm/signal/backoff.hpp"
-#include "bench/balanced_order.hpp"
 #include "bench/bench_common.hpp"
 
 #ifdef LOOM_HAVE_UCX
@@ -293,7 +292,8 @@ int main(int argc, char** argv) {
   const size_t max_msgs = quick ? 65536 : 131072;
   const size_t max_bytes = quick ? (32u << 20) : (64u << 20);
   enum V { kManual, kTx, kManualSt, kTxSt, kUcx, kUcxMt, kMemcpy, kMemcpyUcx, kVariants };
-  const int rounds = balanced_cycle(kVariants) * (quick ? 1 : 2);  // whole cycles of the balanced order
+  // Rounds 1..rounds are whole cycles of the balanced order.
+  const int rounds = balanced_cycle(kVariants) * (quick ? 1 : 2);
   const char* names[kVariants] = {"manual-ss",  "transmitter", "manual-ss-st", "transmitter-st",
                                   "ucx-put",    "ucx-put-mt",  "memcpy",       "memcpy-ucx"};
   struct Ratios {
@@ -344,12 +344,11 @@ int main(int argc, char** argv) {
       // Transmitter rows read the same buffers and write the same window) hand them over in
       // every direction equally often. All variants of a round run at the same stack offset,
       // each round at another.
-      for (int r = 0; r <= rounds; ++r) {
-        for (int v : balanced_order(kVariants, r == 0 ? 0 : r - 1)) {
-          double secs = at_stack_offset(round_stack_offset(r), [&] { return run(v); });
+      for (int r = 0; r <= rounds; ++r)
+        run_round(kVariants, r, [&](int v) {
+          double secs = run(v);
           if (r > 0 && secs > 0) t[v].push_back(secs);
-        }
-      }
+        });
       auto add = [&](int v) {
         if (t[v].empty()) return;
         double rate = static_cast<double>(count) / median(t[v]);

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <functional>
 
-#include "bench/balanced_order.hpp"
 #include "bench/bench_common.hpp"
 #include "invoke/aggregator.hpp"
 #include "invoke/calls.hpp"
@@ -227,9 +226,10 @@ int main(int argc, char** argv) {
   auto run_interleaved = [&](const std::vector<Case>& cases) {
     std::vector<double> best(cases.size(), 0.0);
     for (int r = 0; r < 3; ++r)
-      for (int k : balanced_order(static_cast<int>(cases.size()), r))
-        best[static_cast<size_t>(k)] =
-            std::max(best[static_cast<size_t>(k)], at_stack_offset(round_stack_offset(r), cases[static_cast<size_t>(k)].run));
+      run_round(static_cast<int>(cases.size()), r, [&](int k) {
+        double& b = best[static_cast<size_t>(k)];
+        b = std::max(b, cases[static_cast<size_t>(k)].run());
+      });
     for (size_t k = 0; k < cases.size(); ++k) add(cases[k].variant, cases[k].size, best[k]);
   };
   sizes([&](auto c) {
