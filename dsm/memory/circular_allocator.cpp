@@ -66,6 +66,14 @@ void CircularAllocator::bind(const FlushSource& source) {
   source_ = &source;
 }
 
+Unit* CircularAllocator::next_refresh() {
+  known_done_ = source_->completed_flush();
+  Unit* u = cur_;
+  if (known_done_ < u->due) return next_slow();
+  take(u);
+  return u;
+}
+
 Unit* CircularAllocator::next_slow() {
   // The unit at the current position is still busy: grow (new units go in right here), or
   // report the ring full.
