@@ -6,6 +6,11 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 configs=${LOOM_TEST_CONFIGS:-"release asan tsan"}
 status=0
+# The suite must not sweep job directories (a leaked one would be removed by the next job and
+# never reported); the launcher tests turn sweeping on in their own directories. Directories
+# here before the run (another job, an earlier crash) are not the suite's.
+export LOOM_SWEEP=0
+before=$(ls -d /dev/shm/loom-* 2>/dev/null || true)
 for c in $configs; do
   echo "== configuration: $c =="
   cmake --preset "$c" > /dev/null
@@ -15,9 +20,10 @@ for c in $configs; do
     echo "== $c: FAILED =="
   fi
 done
-# Every job removes its segments; anything left here is a bug.
-if ls -d /dev/shm/loom-* > /dev/null 2>&1; then
-  echo "leftover shared-memory segments: $(ls -d /dev/shm/loom-*)"
+# Every job removes its segments; anything the run left here is a bug.
+left=$(comm -13 <(echo "$before" | sort) <(ls -d /dev/shm/loom-* 2>/dev/null | sort) | grep . || true)
+if [ -n "$left" ]; then
+  echo "leftover shared-memory segments: $left"
   status=1
 fi
 exit $status

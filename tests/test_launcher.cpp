@@ -1,12 +1,20 @@
 // loomrun: exit status, naming the failed rank, ending the job quickly, output prefixes, and
 // leaving no segment behind however the job ends.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -40,11 +48,49 @@ class Launcher : public testing::Test {
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
-  std::string loomrun(const std::string& args) {
-    return "LOOM_SHM_DIR=" + dir_.string() + " " + LOOMRUN_PATH + " " + args;
+  // Sweeping is on whatever the caller's environment says (scripts/test.sh turns it off for
+  // the suite); these jobs only ever see the test's own directory.
+  std::string loomrun(const std::string& args, bool sweep = true) {
+    return std::string("LOOM_SWEEP=") + (sweep ? "1" : "0") + " LOOM_SHM_DIR=" + dir_.string() + " " + LOOMRUN_PATH + " " + args;
   }
   bool segments_left() const { return !fs::is_empty(dir_); }
+  std::vector<fs::path> job_dirs() const {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(dir_)) out.push_back(e.path());
+    return out;
+  }
+  // Starts a job in the background whose ranks wait forever once up; returns loomrun's pid
+  // after every rank has said hello.
+  pid_t start_waiting_job(int n) {
+    const fs::path out = dir_.string() + ".out" + std::to_string(jobs_++);
+    auto r = run("sh -c '" + loomrun("-n " + std::to_string(n) + " " + CRASH_HELPER_PATH + " 99 wait") + " > " +
+                 out.string() + " 2>&1 & echo $!'");
+    pid_t pid = static_cast<pid_t>(std::stol(r.output));
+    const std::string last = "[" + std::to_string(n - 1) + "] hello from rank " + std::to_string(n - 1);
+    for (int i = 0; i < 500; ++i) {
+      std::ifstream f(out);
+      std::stringstream ss;
+      ss << f.rdbuf();
+      if (ss.str().find(last) != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    fs::remove(out);
+    return pid;
+  }
+  // Waits (up to 10 s) until no process holds `d`: the killed job's ranks are gone.
+  static bool wait_unheld(const fs::path& d) {
+    for (int i = 0; i < 500; ++i) {
+      int fd = open(d.c_str(), O_RDONLY | O_DIRECTORY);
+      if (fd < 0) return true;
+      bool free = flock(fd, LOCK_EX | LOCK_NB) == 0;
+      close(fd);
+      if (free) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
   fs::path dir_;
+  int jobs_ = 0;
 };
 }  // namespace
 
@@ -107,4 +153,54 @@ TEST_F(Launcher, BadUsageIsAClearError) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("cannot execute"), std::string::npos) << r.output;
   EXPECT_FALSE(segments_left());
+}
+
+// A launcher killed outright cannot clean up; its ranks die with it (and let go of the job
+// directory), and the next job to start removes what they left.
+TEST_F(Launcher, AJobWhoseLauncherWasKilledIsSweptByTheNextJob) {
+  pid_t launcher = start_waiting_job(2);
+  ASSERT_GT(launcher, 0);
+  auto dirs = job_dirs();
+  ASSERT_EQ(dirs.size(), 1u);
+  ASSERT_EQ(kill(launcher, SIGKILL), 0);
+  ASSERT_TRUE(wait_unheld(dirs[0])) << "the killed job's ranks still hold " << dirs[0];
+  EXPECT_TRUE(fs::exists(dirs[0]));  // nobody was left to remove it
+  auto r = run(loomrun(std::string("-n 2 ") + CRASH_HELPER_PATH + " 0 ok"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("removed " + dirs[0].string()), std::string::npos) << r.output;
+  EXPECT_FALSE(segments_left()) << "segments left behind in " << dir_;
+}
+
+// A lone process (no loomrun) that is killed leaves its directory; with LOOM_SWEEP=0 the next
+// job keeps it (for a post-mortem), otherwise removes it.
+TEST_F(Launcher, ALoneProcessKilledIsSweptUnlessSweepingIsOff) {
+  auto r = run("LOOM_SWEEP=1 LOOM_SHM_DIR=" + dir_.string() + " " + CRASH_HELPER_PATH + " 0 kill");
+  EXPECT_EQ(r.status, 128 + 9) << r.output;
+  auto dirs = job_dirs();
+  ASSERT_EQ(dirs.size(), 1u) << r.output;
+  r = run(loomrun(std::string("-n 2 ") + CRASH_HELPER_PATH + " 0 ok", false));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(job_dirs(), dirs);
+  r = run(loomrun(std::string("-n 2 ") + CRASH_HELPER_PATH + " 0 ok"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(segments_left()) << "segments left behind in " << dir_;
+}
+
+// A sweep takes only what nobody holds: a job that is running keeps its directory and runs on.
+TEST_F(Launcher, ASweepLeavesARunningJobAlone) {
+  pid_t launcher = start_waiting_job(3);
+  ASSERT_GT(launcher, 0);
+  auto dirs = job_dirs();
+  ASSERT_EQ(dirs.size(), 1u);
+  auto r = run(loomrun(std::string("-n 2 ") + CRASH_HELPER_PATH + " 0 ok"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("removed"), std::string::npos) << r.output;
+  EXPECT_EQ(job_dirs(), dirs);
+  EXPECT_EQ(kill(launcher, 0), 0);  // still running
+  ASSERT_EQ(kill(launcher, SIGTERM), 0);
+  for (int i = 0; i < 500 && kill(launcher, 0) == 0; ++i) {
+    waitpid(launcher, nullptr, WNOHANG);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(segments_left()) << "segments left behind in " << dir_;
 }

@@ -9,10 +9,10 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <random>
 
 #include "dsm/common/env.hpp"
 #include "dsm/common/error.hpp"
+#include "dsm/runtime/job_dir.hpp"
 #include "dsm/signal/backoff.hpp"
 #include "dsm/signal/futex.hpp"
 
@@ -48,6 +48,10 @@ EmbeddedBootstrap::EmbeddedBootstrap() {
     path = job_dir_ + "/boot";
     int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) fail_errno("bootstrap: cannot open " + path + " (was the job started by loomrun?)");
+    // Held as long as this rank lives: should loomrun be killed, the directory stays until
+    // every rank is gone too.
+    hold_ = hold_job_dir(job_dir_);
+    if (hold_ < 0) fail_errno("bootstrap: cannot hold the job directory " + job_dir_);
     map_len_ = file_size(size_);
     struct stat st;
     if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < map_len_) {
@@ -59,13 +63,11 @@ EmbeddedBootstrap::EmbeddedBootstrap() {
     if (map_ == MAP_FAILED) fail_errno("bootstrap: cannot map " + path);
   } else {
     // Started without loomrun: a job of one, with its own directory, removed at exit.
+    // Nobody cleans up after a lone process that is killed, so it sweeps as loomrun does.
     singleton_ = true;
-    std::random_device rd;
-    char id[32];
-    std::snprintf(id, sizeof id, "%d-%08x", static_cast<int>(getpid()), rd());
-    job_id_ = id;
-    job_dir_ = env::get_string("LOOM_SHM_DIR", "/dev/shm") + "/loom-" + job_id_;
-    if (mkdir(job_dir_.c_str(), 0700) != 0) fail_errno("bootstrap: cannot create " + job_dir_);
+    sweep_stale_job_dirs();
+    hold_ = create_new_job_dir(job_id_, job_dir_);
+    if (hold_ < 0) fail_errno("bootstrap: cannot create " + job_dir_);
     map_len_ = file_size(1);
     map_ = mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (map_ == MAP_FAILED) fail_errno("bootstrap: cannot map bootstrap area");
@@ -80,6 +82,7 @@ EmbeddedBootstrap::~EmbeddedBootstrap() {
     std::error_code ec;
     std::filesystem::remove_all(job_dir_, ec);
   }
+  if (hold_ >= 0) ::close(hold_);
 }
 
 void EmbeddedBootstrap::barrier() {

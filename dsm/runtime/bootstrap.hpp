@@ -74,6 +74,7 @@ class EmbeddedBootstrap : public Bootstrap {
   bool singleton_ = false;
   std::string job_id_;
   std::string job_dir_;
+  int hold_ = -1;  // the shared lock on job_dir_ (job_dir.hpp)
   void* map_ = nullptr;
   size_t map_len_ = 0;
   Header* h_ = nullptr;
@@ -83,7 +84,8 @@ class EmbeddedBootstrap : public Bootstrap {
 #ifdef LOOM_HAVE_PMIX
 // PMIx: ranks, sizes and blobs from the launcher's PMIx server (Open MPI's mpirun, Slurm's
 // srun --mpi=pmix): put/commit/fence/get. The shm job directory is created by each host's
-// local rank 0 and removed at the end (a crashed job leaves it; loomrun is not there to clean).
+// local rank 0 and removed at the end; a job that crashed leaves it to the next job's sweep
+// (job_dir.hpp).
 class PmixBootstrap : public Bootstrap {
  public:
   PmixBootstrap();
@@ -101,6 +103,7 @@ class PmixBootstrap : public Bootstrap {
  private:
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   std::string job_id_, job_dir_;
+  int hold_ = -1;  // the shared lock on job_dir_ (job_dir.hpp)
   uint64_t round_ = 0;
   struct State;
   std::unique_ptr<State> st_;

@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
   static const std::pair<const char*, const char*> known[] = {
       {"LOOM_PROVIDER", "shm"},           {"LOOM_BOOTSTRAP", "auto"},        {"LOOM_THREADS", "1"},
       {"LOOM_PIN", "auto"},               {"LOOM_LOG", "warn"},              {"LOOM_SHM_DIR", "/dev/shm"},
+      {"LOOM_SWEEP", "1"},
       {"LOOM_HUGE_PAGES", "1"},           {"LOOM_SUPERCHUNK_SIZE", "1G"},    {"LOOM_HEAP_FIT", "best"},
       {"LOOM_SERVICE_BUFFERS", "32"},     {"LOOM_SERVICE_MESSAGE", "4096"},  {"LOOM_SHM_RNR_TIMEOUT_MS", "0"},
       {"LOOM_VERBS_DEVICE", "(first with an active port)"}, {"LOOM_VERBS_PORT", "(first active)"},

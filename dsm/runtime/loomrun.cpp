@@ -15,12 +15,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "dsm/runtime/bootstrap.hpp"
+#include "dsm/runtime/job_dir.hpp"
 
 namespace {
 
@@ -79,17 +78,6 @@ bool drain(int& fd, int rank, std::string& buf, FILE* to, bool prefix) {
   return false;
 }
 
-std::vector<std::string> hugetlbfs_job_dirs(const std::string& job_id) {
-  std::vector<std::string> out;
-  std::ifstream mounts("/proc/mounts");
-  std::string dev, dir, type, rest;
-  while (mounts >> dev >> dir >> type) {
-    std::getline(mounts, rest);
-    if (type == "hugetlbfs") out.push_back(dir + "/loom-" + job_id);
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,20 +119,18 @@ int main(int argc, char** argv) {
   }
   if (n < 0 || i >= argc) { usage(); return 2; }
 
-  std::random_device rd;
-  char idbuf[48];
-  std::snprintf(idbuf, sizeof idbuf, "%d-%08x", static_cast<int>(getpid()), rd());
-  const std::string job_id = idbuf;
-  const char* shm_dir_env = std::getenv("LOOM_SHM_DIR");
-  const std::string job_dir = std::string(shm_dir_env && *shm_dir_env ? shm_dir_env : "/dev/shm") + "/loom-" + job_id;
-  if (mkdir(job_dir.c_str(), 0700) != 0) {
+  // Directories of jobs whose launcher was killed before it could remove them.
+  loom::runtime::sweep_stale_job_dirs();
+  std::string job_id, job_dir;
+  // Held until this process ends, so that no other job's sweep takes it for abandoned.
+  if (loom::runtime::create_new_job_dir(job_id, job_dir) < 0) {
     std::fprintf(stderr, "loomrun: cannot create job directory %s: %s\n", job_dir.c_str(), std::strerror(errno));
     return 1;
   }
   auto cleanup = [&] {
     std::error_code ec;
     std::filesystem::remove_all(job_dir, ec);
-    for (const auto& d : hugetlbfs_job_dirs(job_id)) std::filesystem::remove_all(d, ec);
+    for (const auto& d : loom::runtime::hugetlbfs_job_dirs(job_id)) std::filesystem::remove_all(d, ec);
   };
   {
     std::string boot = job_dir + "/boot";

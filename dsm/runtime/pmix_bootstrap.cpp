@@ -8,6 +8,7 @@
 #include "dsm/common/env.hpp"
 #include "dsm/common/error.hpp"
 #include "dsm/runtime/bootstrap.hpp"
+#include "dsm/runtime/job_dir.hpp"
 
 namespace loom::runtime {
 
@@ -46,10 +47,21 @@ PmixBootstrap::PmixBootstrap() : st_(std::make_unique<State>()) {
   local_size_ = static_cast<int>(get_u32(st_->me, true, PMIX_LOCAL_SIZE, static_cast<uint32_t>(size_)));
   std::string safe;
   for (char c : job_id_) safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '-') ? c : '_';
-  job_dir_ = env::get_string("LOOM_SHM_DIR", "/dev/shm") + "/loom-pmix-" + safe;
-  if (local_rank_ == 0 && mkdir(job_dir_.c_str(), 0700) != 0 && errno != EEXIST)
-    fail_errno("PMIx bootstrap: cannot create " + job_dir_);
+  job_dir_ = shm_root() + "/loom-pmix-" + safe;
+  if (local_rank_ == 0) {
+    // No loomrun here to clean up after a killed job: the first rank of each host sweeps.
+    sweep_stale_job_dirs();
+    for (int attempt = 0; hold_ < 0; ++attempt) {
+      if (mkdir(job_dir_.c_str(), 0700) != 0 && errno != EEXIST) fail_errno("PMIx bootstrap: cannot create " + job_dir_);
+      hold_ = hold_job_dir(job_dir_);  // ENOENT: another job's sweep took it before the hold
+      if (hold_ < 0 && (errno != ENOENT || attempt == 2)) fail_errno("PMIx bootstrap: cannot hold " + job_dir_);
+    }
+  }
   barrier();
+  if (local_rank_ != 0) {
+    hold_ = hold_job_dir(job_dir_);
+    if (hold_ < 0) fail_errno("PMIx bootstrap: cannot hold " + job_dir_);
+  }
 }
 
 PmixBootstrap::~PmixBootstrap() {
@@ -61,6 +73,7 @@ PmixBootstrap::~PmixBootstrap() {
     std::error_code ec;
     std::filesystem::remove_all(job_dir_, ec);
   }
+  if (hold_ >= 0) ::close(hold_);
   PMIx_Finalize(nullptr, 0);
 }
 

@@ -1,0 +1,109 @@
+#include "dsm/runtime/job_dir.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "dsm/common/env.hpp"
+#include "dsm/common/log.hpp"
+
+namespace loom::runtime {
+
+std::string shm_root() { return env::get_string("LOOM_SHM_DIR", "/dev/shm"); }
+
+std::vector<std::string> hugetlbfs_job_dirs(const std::string& job_id) {
+  std::vector<std::string> out;
+  std::ifstream mounts("/proc/mounts");
+  std::string dev, dir, type, rest;
+  while (mounts >> dev >> dir >> type) {
+    std::getline(mounts, rest);
+    if (type == "hugetlbfs") out.push_back(dir + "/loom-" + job_id);
+  }
+  return out;
+}
+
+namespace {
+// The directory is still linked: a sweep that removed it between our open and our lock leaves
+// us holding an unlinked directory.
+bool still_there(int fd) {
+  struct stat st;
+  return fstat(fd, &st) == 0 && st.st_nlink > 0;
+}
+}  // namespace
+
+int hold_job_dir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int r;
+  while ((r = flock(fd, LOCK_SH)) != 0 && errno == EINTR) {
+  }
+  if (r != 0 || !still_there(fd)) {
+    ::close(fd);
+    errno = ENOENT;
+    return -1;
+  }
+  return fd;
+}
+
+int create_job_dir(const std::string& dir) {
+  if (mkdir(dir.c_str(), 0700) != 0) return -1;
+  return hold_job_dir(dir);
+}
+
+int create_new_job_dir(std::string& job_id, std::string& dir) {
+  std::random_device rd;
+  // A name is retried only if a sweep took the directory between its creation and the hold.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    char id[48];
+    std::snprintf(id, sizeof id, "%d-%08x", static_cast<int>(getpid()), rd());
+    job_id = id;
+    dir = shm_root() + "/loom-" + job_id;
+    int fd = create_job_dir(dir);
+    if (fd >= 0 || errno != ENOENT) return fd;
+  }
+  return -1;
+}
+
+std::vector<std::string> sweep_stale_job_dirs() {
+  std::vector<std::string> removed;
+  if (!env::get_bool("LOOM_SWEEP", true)) return removed;
+  const std::string root = shm_root();
+  DIR* d = opendir(root.c_str());
+  if (d == nullptr) return removed;
+  const uid_t me = geteuid();
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind("loom-", 0) != 0) continue;
+    const std::string path = root + "/" + name;
+    // Not followed if it is a link: only real directories of this user are candidates.
+    int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st;
+    // A job's own processes hold it shared; an exclusive lock granted now means none is left.
+    // The lock is kept while removing, so a process that opened the directory meanwhile waits
+    // and then finds it unlinked (hold_job_dir).
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == me && st.st_nlink > 0 &&
+        flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      std::error_code ec, huge_ec;
+      std::filesystem::remove_all(path, ec);
+      for (const auto& h : hugetlbfs_job_dirs(name.substr(5))) std::filesystem::remove_all(h, huge_ec);
+      if (!ec) {
+        removed.push_back(path);
+        log::warn("removed ", path, ": a job that ended without cleaning up left it behind (LOOM_SWEEP=0 keeps such directories)");
+      }
+    }
+    ::close(fd);
+  }
+  closedir(d);
+  return removed;
+}
+
+}  // namespace loom::runtime
