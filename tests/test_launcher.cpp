@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "dsm/runtime/job_dir.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -203,4 +205,36 @@ TEST_F(Launcher, ASweepLeavesARunningJobAlone) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_FALSE(segments_left()) << "segments left behind in " << dir_;
+}
+
+// The lock decides: a directory someone holds stays, whatever its name says; once let go, it is
+// swept. (A PMIx job's name carries no process id, so the lock is all there is; a loomrun job's
+// ranks may outlive a killed launcher for a moment.)
+TEST_F(Launcher, SweepTakesExactlyTheDirectoriesNobodyHolds) {
+  setenv("LOOM_SHM_DIR", dir_.c_str(), 1);
+  setenv("LOOM_SWEEP", "1", 1);
+  const std::string held = (dir_ / "loom-pmix-held").string();
+  const std::string dead_namer = (dir_ / "loom-999999999-0000abcd").string();  // no such pid
+  const std::string free_dir = (dir_ / "loom-pmix-free").string();
+  int h1 = loom::runtime::create_job_dir(held);
+  int h2 = loom::runtime::create_job_dir(dead_namer);
+  ASSERT_GE(h1, 0);
+  ASSERT_GE(h2, 0);
+  ASSERT_TRUE(fs::create_directory(free_dir));
+  std::ofstream(free_dir + "/seg.0.1") << "x";
+  EXPECT_EQ(loom::runtime::create_job_dir(held), -1);  // exists
+  EXPECT_EQ(errno, EEXIST);
+  auto removed = loom::runtime::sweep_stale_job_dirs();
+  EXPECT_EQ(removed, std::vector<std::string>{free_dir});
+  EXPECT_TRUE(fs::exists(held));
+  EXPECT_TRUE(fs::exists(dead_namer));
+  close(h2);
+  removed = loom::runtime::sweep_stale_job_dirs();
+  EXPECT_EQ(removed, std::vector<std::string>{dead_namer});
+  setenv("LOOM_SWEEP", "0", 1);
+  close(h1);
+  EXPECT_TRUE(loom::runtime::sweep_stale_job_dirs().empty());
+  EXPECT_TRUE(fs::exists(held));
+  unsetenv("LOOM_SWEEP");
+  unsetenv("LOOM_SHM_DIR");
 }

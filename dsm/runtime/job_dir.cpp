@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,6 +32,26 @@ std::vector<std::string> hugetlbfs_job_dirs(const std::string& job_id) {
 }
 
 namespace {
+// For `loom-<pid>-<random>` (loomrun's and a lone program's names): whether that process still
+// runs. A second condition besides the lock, for directories of Loom versions that took no
+// lock; a reused pid only delays a sweep. Other names (PMIx jobs) count as gone.
+bool namer_alive(const std::string& name) {
+  size_t dash = name.find('-', 5);
+  if (dash == std::string::npos || dash == 5) return false;
+  pid_t pid = 0;
+  for (size_t i = 5; i < dash; ++i) {
+    if (name[i] < '0' || name[i] > '9' || pid > 100000000) return false;
+    pid = pid * 10 + (name[i] - '0');
+  }
+  if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) return false;
+  // A killed process nobody has reaped yet (a zombie) still answers kill(): it is gone as well.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  size_t paren = line.rfind(')');  // the command name may contain spaces and parentheses
+  return !(paren != std::string::npos && paren + 2 < line.size() && (line[paren + 2] == 'Z' || line[paren + 2] == 'X'));
+}
+
 // The directory is still linked: a sweep that removed it between our open and our lock leaves
 // us holding an unlinked directory.
 bool still_there(int fd) {
@@ -85,7 +106,10 @@ std::vector<std::string> sweep_stale_job_dirs() {
     const std::string path = root + "/" + name;
     // Not followed if it is a link: only real directories of this user are candidates.
     int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) continue;
+    if (fd < 0 || namer_alive(name)) {
+      if (fd >= 0) ::close(fd);
+      continue;
+    }
     struct stat st;
     // A job's own processes hold it shared; an exclusive lock granted now means none is left.
     // The lock is kept while removing, so a process that opened the directory meanwhile waits

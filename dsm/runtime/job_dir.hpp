@@ -7,8 +7,9 @@
 // holds belongs to a job whose launcher (or a lone process started without loomrun) was killed
 // before it could remove it: its segments would keep their memory until the next reboot. The
 // next launcher or lone process to start removes such directories ("sweeps" them), unless
-// LOOM_SWEEP=0. A lock, not a process id: ids are reused and differ between PID namespaces that
-// share /dev/shm, a lock on the directory itself does neither.
+// LOOM_SWEEP=0. The lock decides, not a process id: ids are reused and differ between PID
+// namespaces that share /dev/shm. A name's process id (`loom-<pid>-...`) only holds a sweep back
+// while that process runs, for directories of Loom versions that took no lock.
 #include <string>
 #include <vector>
 
@@ -35,8 +36,8 @@ int create_job_dir(const std::string& dir);
 int create_new_job_dir(std::string& job_id, std::string& dir);
 
 // Removes the job directories under shm_root() (and their hugetlbfs counterparts) that no
-// process holds and that belong to this user; returns the directories removed. Does nothing
-// if LOOM_SWEEP=0.
+// process holds, that belong to this user and whose naming process (if the name has one) has
+// ended; returns the directories removed. Does nothing if LOOM_SWEEP=0.
 std::vector<std::string> sweep_stale_job_dirs();
 
 }  // namespace loom::runtime
