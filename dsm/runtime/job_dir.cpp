@@ -67,8 +67,9 @@ int hold_job_dir(const std::string& dir) {
   while ((r = flock(fd, LOCK_SH)) != 0 && errno == EINTR) {
   }
   if (r != 0 || !still_there(fd)) {
+    int why = r != 0 ? errno : ENOENT;  // ENOENT: a sweep removed it before the hold
     ::close(fd);
-    errno = ENOENT;
+    errno = why;
     return -1;
   }
   return fd;
