@@ -92,7 +92,7 @@ class CircularAllocator {
   }
   // Gives back a handed-out unit that was never posted.
   static void release(Unit* u) { u->due = 0; }
-  bool reusable(const Unit* u) const { return known_done_ >= u->due || source_->completed_flush() >= u->due; }
+  bool reusable(const Unit* u) const { return source_->completed_flush() >= u->due; }
   // The unit's memory as a registered region.
   RDMAMemory memory(const Unit* u) const { return RDMAMemory{u->addr, unit_size_, u->lkey, u->rkey, backing_.zone()}; }
 

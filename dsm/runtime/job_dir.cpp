@@ -75,9 +75,13 @@ int hold_job_dir(const std::string& dir) {
   return fd;
 }
 
-int create_job_dir(const std::string& dir) {
-  if (mkdir(dir.c_str(), 0700) != 0) return -1;
-  return hold_job_dir(dir);
+int create_job_dir(const std::string& dir, bool may_exist) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (mkdir(dir.c_str(), 0700) != 0 && !(may_exist && errno == EEXIST)) return -1;
+    int fd = hold_job_dir(dir);
+    if (fd >= 0 || !may_exist || errno != ENOENT) return fd;
+  }
+  return -1;
 }
 
 int create_new_job_dir(std::string& job_id, std::string& dir) {

@@ -27,9 +27,11 @@ std::vector<std::string> hugetlbfs_job_dirs(const std::string& job_id);
 // be opened. Waits while a sweep is deciding about it.
 int hold_job_dir(const std::string& dir);
 
-// Creates `dir` (mode 0700) and holds it. Returns the descriptor, or -1 with errno set: EEXIST
-// if it exists, ENOENT if a sweep removed it before the hold was taken (try another name).
-int create_job_dir(const std::string& dir);
+// Creates `dir` (mode 0700) and holds it. Returns the descriptor, or -1 with errno set. With
+// `may_exist` (a directory the job's processes share, such as a PMIx job's), an existing one is
+// held, and one that a sweep removes before the hold is made again. Without it, EEXIST if it
+// exists and ENOENT if a sweep removed it before the hold (the caller takes another name).
+int create_job_dir(const std::string& dir, bool may_exist = false);
 
 // Creates and holds a job directory of a fresh name, `loom-<pid>-<random>` under shm_root();
 // sets `job_id` (the part after "loom-") and `dir`. Returns the descriptor, or -1 with errno.

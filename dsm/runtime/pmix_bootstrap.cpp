@@ -1,5 +1,4 @@
 #include <pmix.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -51,11 +50,8 @@ PmixBootstrap::PmixBootstrap() : st_(std::make_unique<State>()) {
   if (local_rank_ == 0) {
     // No loomrun here to clean up after a killed job: the first rank of each host sweeps.
     sweep_stale_job_dirs();
-    for (int attempt = 0; hold_ < 0; ++attempt) {
-      if (mkdir(job_dir_.c_str(), 0700) != 0 && errno != EEXIST) fail_errno("PMIx bootstrap: cannot create " + job_dir_);
-      hold_ = hold_job_dir(job_dir_);  // ENOENT: another job's sweep took it before the hold
-      if (hold_ < 0 && (errno != ENOENT || attempt == 2)) fail_errno("PMIx bootstrap: cannot hold " + job_dir_);
-    }
+    hold_ = create_job_dir(job_dir_, /*may_exist=*/true);
+    if (hold_ < 0) fail_errno("PMIx bootstrap: cannot create " + job_dir_);
   }
   barrier();
   if (local_rank_ != 0) {
