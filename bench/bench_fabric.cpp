@@ -46,6 +46,26 @@ struct Target {
 constexpr uint32_t kDepth = 256;
 constexpr size_t kRegion = 64u << 20;  // target window; writes cycle through it
 
+// Where message i goes and which source it reads, advanced by an add and a compare. A modulo
+// by a run-time value is a 64-bit divide: two per message (source ring and target offset) took
+// 20-odd cycles of the divider in every loop, as much as a whole 8-byte post, and the
+// Transmitter's loop, whose sources come from its allocator's list, paid one fewer than the
+// loops it was compared with.
+struct Cursor {
+  size_t at = 0;
+  size_t step;
+  size_t end;  // positions run 0, step, 2*step, ... while below end
+  Cursor(size_t step_, size_t end_) : step(step_), end(end_) {}
+  size_t next() {
+    size_t p = at;
+    at += step;
+    if (at >= end) [[unlikely]] at = 0;
+    return p;
+  }
+};
+// The target offsets of a run of `size`-byte messages: consecutive, wrapping within the window.
+inline Cursor target_cursor(size_t size) { return Cursor(size, kRegion - size + 1); }
+
 
 // Sources: every variant writes a fresh payload word into its source before each message, and
 // the hand-managed ones cycle through as many buffers as the send queue is deep (what a
@@ -90,16 +110,17 @@ double run_manual(fabric::QueuePair& qp, fabric::CompletionQueue& cq, const std:
   const bool inline_data = qp.inline_helps() && size <= qp.caps().max_inline;
   uint64_t posted = 0, completed = 0;  // in units of WRs retired by polled signals
   fabric::Completion c[16];
+  Cursor at = target_cursor(size), src(1, ring);
   auto t0 = clk::now();
   for (size_t i = 0; i < count; ++i) {
     while (posted - completed + 1 > kDepth - k) {
       int n = cq.poll(c);
       for (int j = 0; j < n; ++j) completed = c[j].wr_id;
     }
-    const Slot& slot = slots[i % ring];
+    const Slot& slot = slots[src.next()];
     *reinterpret_cast<uint64_t*>(slot.addr) = i;
     const fabric::Sge local{reinterpret_cast<uint64_t>(slot.addr), static_cast<uint32_t>(size), slot.lkey};
-    const uint64_t remote = t.addr + (i * size) % (kRegion - size);
+    const uint64_t remote = t.addr + at.next();
     ++posted;
     fabric::PostResult r;
     if ((posted % k == 0) || i + 1 == count) {
@@ -126,12 +147,13 @@ double run_manual(fabric::QueuePair& qp, fabric::CompletionQueue& cq, const std:
 // through write() (it puts small payloads inline by the same rule as (a)).
 double run_transmitter(signal::Transmitter& tx, memory::CircularAllocator& units, const Target& t, size_t size,
                        size_t count) {
+  Cursor at = target_cursor(size);
   auto t0 = clk::now();
   for (size_t i = 0; i < count; ++i) {
     memory::Unit* u;
     while ((u = units.next()) == nullptr) tx.progress();
     *reinterpret_cast<uint64_t*>(u->bytes()) = i;
-    auto p = tx.write({u->address(), static_cast<uint32_t>(size), u->lkey}, t.addr + (i * size) % (kRegion - size), t.rkey);
+    auto p = tx.write({u->address(), static_cast<uint32_t>(size), u->lkey}, t.addr + at.next(), t.rkey);
     if (!p.ok()) {
       std::fprintf(stderr, "transmitter: post failed\n");
       std::exit(1);
@@ -143,12 +165,12 @@ double run_transmitter(signal::Transmitter& tx, memory::CircularAllocator& units
 }
 
 double run_memcpy(uint8_t* dst, const memory::RDMAMemory& src, size_t size, size_t count) {
-  const size_t ring = ring_slots(src, size);
+  Cursor at = target_cursor(size), from(std::max<size_t>(size, 64), ring_slots(src, size) * std::max<size_t>(size, 64));
   auto t0 = clk::now();
   for (size_t i = 0; i < count; ++i) {
-    uint8_t* s = src.bytes() + (i % ring) * std::max<size_t>(size, 64);
+    uint8_t* s = src.bytes() + from.next();
     *reinterpret_cast<uint64_t*>(s) = i;
-    std::memcpy(dst + (i * size) % (kRegion - size), s, size);
+    std::memcpy(dst + at.next(), s, size);
     asm volatile("" ::: "memory");
   }
   return seconds_since(t0);
@@ -195,13 +217,13 @@ Ucx ucx_setup(Runtime& rt, size_t bytes, ucs_thread_mode_t mode) {
 }
 
 double run_ucx(Ucx& u, const memory::RDMAMemory& src, size_t size, size_t count) {
-  const size_t ring = ring_slots(src, size);
+  Cursor at = target_cursor(size), from(std::max<size_t>(size, 64), ring_slots(src, size) * std::max<size_t>(size, 64));
   ucp_request_param_t rp{};
   auto t0 = clk::now();
   for (size_t i = 0; i < count; ++i) {
-    uint8_t* s = src.bytes() + (i % ring) * std::max<size_t>(size, 64);
+    uint8_t* s = src.bytes() + from.next();
     *reinterpret_cast<uint64_t*>(s) = i;
-    void* req = ucp_put_nbx(u.w.ep, s, size, u.remote_addr + (i * size) % (kRegion - size), u.rkey, &rp);
+    void* req = ucp_put_nbx(u.w.ep, s, size, u.remote_addr + at.next(), u.rkey, &rp);
     if (req != nullptr) ucx_wait(u.w.worker, req);
   }
   ucx_wait(u.w.worker, ucp_worker_flush_nbx(u.w.worker, &rp));
