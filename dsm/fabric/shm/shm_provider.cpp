@@ -7,7 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
+#include <bit>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -281,6 +284,12 @@ using Bytes16 = uint64_t __attribute__((vector_size(16)));
     copy_small(dst, src, len);
   }
 }
+// place() out of line, for the fast path's large WRITEs: its library call, inline, made the path
+// of every WRITE save registers and build a frame. Returns Ok so that the call is a jump.
+[[gnu::noinline]] PostResult place_large(uint8_t* dst, const uint8_t* src, uint64_t len) {
+  place(dst, src, len);
+  return PostResult::Ok;
+}
 
 // The caches of a thread posting on thread-safe QPs: the QP it last posted on (by uid, which is
 // never reused, so a QP created where a destroyed one lived cannot inherit its views).
@@ -355,9 +364,13 @@ class ShmQp : public QueuePair {
 
   PostResult post_send(const SendWr& wr) override;
   PostResult post_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data) override;
-  // The path of unsignaled WRITEs whose keys this QP has seen: false if the request needs the
-  // general one (first use of a key, an error, a QP not ready), else true with the result.
-  bool fast_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data, PostResult* result);
+  // The path of unsignaled WRITEs whose keys this QP has seen, compiled once per thread mode;
+  // anything else (first use of a key, an error, a QP not ready) goes on to the general path:
+  // post_general(*wr), or the WRITE's own when wr is null.
+  // The local buffer comes as its three fields: an Sge in one piece went through the stack.
+  template <bool kSingle>
+  [[gnu::always_inline]] PostResult fast_write(uint64_t addr, uint32_t len, uint32_t lkey, uint64_t remote_addr,
+                                               uint32_t rkey, bool inline_data, const SendWr* wr);
   PostResult post_general(const SendWr& wr);
   [[gnu::noinline]] PostResult post_write_general(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data);
   PostResult post_recv(const RecvWr& wr) override;
@@ -390,7 +403,9 @@ class ShmQp : public QueuePair {
   // Returns the status in a register (a returned struct of a byte and a word cost a store-
   // forwarding stall on every post).
   Status execute(const SendWr& wr, const uint8_t* inline_src, uint32_t& byte_len);
-  bool reserve(uint64_t* seq);
+  template <bool kSingle>
+  [[gnu::always_inline]] bool reserve(uint64_t* seq);
+  bool reserve(uint64_t* seq) { return single_thread_ ? reserve<true>(seq) : reserve<false>(seq); }
   // Reports a request's completion (signaled, or failed); a failure moves the QP to Error.
   [[gnu::noinline]] void complete(const SendWr& wr, uint64_t seq, Status status, uint32_t byte_len,
                                   std::unique_lock<std::mutex>& g);
@@ -401,7 +416,9 @@ class ShmQp : public QueuePair {
     KeyView* remote;
     KeyView* local;
   };
-  KeyViews views();
+  template <bool kSingle>
+  [[gnu::always_inline]] KeyViews views();
+  KeyViews views() { return single_thread_ ? views<true>() : views<false>(); }
   // rank < 0: a local key, used at its own addresses (nothing to map).
   bool view_key(const KeyTable* t, int rank, uint32_t key, KeyView& v);
   bool current(const KeyTable* t, int rank, uint32_t key, KeyView& v);
@@ -465,8 +482,9 @@ void ShmCq::retire(uint32_t qpn, uint64_t seq) {
   if (ShmQp* qp = p_.qp_by_num(qpn)) qp->retire(seq);
 }
 
+template <bool kSingle>
 [[gnu::always_inline]] inline ShmQp::KeyViews ShmQp::views() {
-  if (single_thread_) return KeyViews{&remote_view_, &local_view_};
+  if (kSingle) return KeyViews{&remote_view_, &local_view_};
   ThreadKeyCache& c = t_key_cache;
   if (c.qp_uid != uid_) {
     c.qp_uid = uid_;
@@ -666,10 +684,11 @@ Status ShmQp::execute(const SendWr& wr, const uint8_t* inline_src, uint32_t& byt
   }
 }
 
+template <bool kSingle>
 [[gnu::always_inline]] inline bool ShmQp::reserve(uint64_t* seq) {
   // Reserve a send-queue entry: refused at the depth, as ibv_post_send refuses with ENOMEM.
   uint64_t p = posted_.load(std::memory_order_relaxed);
-  if (single_thread_) {
+  if (kSingle) {
     // One poster: nobody else moves `posted_`, so a plain store reserves the entry.
     if (p - retired_.load(std::memory_order_acquire) >= caps_.max_send_wr) return false;
     posted_.store(p + 1, std::memory_order_relaxed);
@@ -709,24 +728,27 @@ void ShmQp::complete(const SendWr& wr, uint64_t seq, Status status, uint32_t byt
   }
 }
 
-[[gnu::always_inline]] inline bool ShmQp::fast_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data,
-                                                      PostResult* result) {
-  const uint32_t len = local.length;
-  if (len == 0 || state_.load(std::memory_order_acquire) != QpState::Ready) return false;
-  KeyViews kv = views();
+template <bool kSingle>
+[[gnu::always_inline]] inline PostResult ShmQp::fast_write(uint64_t addr, uint32_t len, uint32_t lkey,
+                                                            uint64_t remote_addr, uint32_t rkey, bool inline_data,
+                                                            const SendWr* wr) {
+  KeyViews kv = views<kSingle>();
   // Inline data is copied straight from the caller's buffer: the WRITE is carried out before
   // the post returns, which is all "captured at post time" asks, and no local key is checked.
-  if (!(inline_data ? len <= caps_.max_inline : cached(*kv.local, local.lkey, local.addr, len, 0)) ||
-      !cached(*kv.remote, rkey, remote_addr, len, kRemoteWrite))
-    return false;
-  uint64_t seq;
-  if (!reserve(&seq)) {
-    *result = PostResult::QueueFull;
-    return true;
+  if (len == 0 || state_.load(std::memory_order_acquire) != QpState::Ready ||
+      !(inline_data ? len <= caps_.max_inline : cached(*kv.local, lkey, addr, len, 0)) ||
+      !cached(*kv.remote, rkey, remote_addr, len, kRemoteWrite)) [[unlikely]] {
+    if (wr != nullptr) return post_general(*wr);
+    return post_write_general(Sge{addr, len, lkey}, remote_addr, rkey, inline_data);
   }
-  place(kv.remote->mapped + (remote_addr - kv.remote->base), reinterpret_cast<const uint8_t*>(local.addr), len);
-  *result = PostResult::Ok;
-  return true;
+  uint64_t seq;
+  if (!reserve<kSingle>(&seq)) return PostResult::QueueFull;
+  uint8_t* dst = kv.remote->mapped + (remote_addr - kv.remote->base);
+  const uint8_t* src = reinterpret_cast<const uint8_t*>(addr);
+  // Every exit of this path is a return or a jump: nothing to save, no frame to build.
+  if (len > 72) return place_large(dst, src, len);
+  place(dst, src, len);
+  return PostResult::Ok;
 }
 
 // The two fast paths start on a cache line. Where they fell within a line decided a small post's
@@ -739,16 +761,21 @@ void ShmQp::complete(const SendWr& wr, uint64_t seq, Status status, uint32_t byt
   // of its own that calls nothing: a NIC's doorbell costs a few tens of nanoseconds, and so did
   // this function before it. Everything else, including the first use of a key and every error,
   // takes the general path.
-  PostResult r;
-  if (wr.opcode == Opcode::Write && !wr.signaled && fast_write(wr.local, wr.remote_addr, wr.rkey, wr.inline_data, &r))
-    return r;
-  return post_general(wr);
+  if (wr.opcode != Opcode::Write || wr.signaled) return post_general(wr);
+  const Sge& l = wr.local;
+  if (single_thread_) return fast_write<true>(l.addr, l.length, l.lkey, wr.remote_addr, wr.rkey, wr.inline_data, &wr);
+  return fast_write<false>(l.addr, l.length, l.lkey, wr.remote_addr, wr.rkey, wr.inline_data, &wr);
 }
 
 [[gnu::aligned(64)]] PostResult ShmQp::post_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data) {
-  PostResult r;
-  if (fast_write(local, remote_addr, rkey, inline_data, &r)) return r;
-  return post_write_general(local, remote_addr, rkey, inline_data);
+  // length and lkey arrive packed in one register; taken apart there, not through the stack.
+  static_assert(sizeof(Sge) == 16 && offsetof(Sge, length) == 8 && offsetof(Sge, lkey) == 12 &&
+                std::endian::native == std::endian::little);
+  const auto words = std::bit_cast<std::array<uint64_t, 2>>(local);
+  const uint64_t addr = words[0];
+  const auto len = static_cast<uint32_t>(words[1]), lkey = static_cast<uint32_t>(words[1] >> 32);
+  if (single_thread_) return fast_write<true>(addr, len, lkey, remote_addr, rkey, inline_data, nullptr);
+  return fast_write<false>(addr, len, lkey, remote_addr, rkey, inline_data, nullptr);
 }
 
 PostResult ShmQp::post_write_general(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data) {
