@@ -46,23 +46,6 @@ struct Target {
 constexpr uint32_t kDepth = 256;
 constexpr size_t kRegion = 64u << 20;  // target window; writes cycle through it
 
-// Where message i goes and which source it reads, advanced by an add and a compare. A modulo
-// by a run-time value is a 64-bit divide: two per message (source ring and target offset) took
-// 20-odd cycles of the divider in every loop, as much as a whole 8-byte post, and the
-// Transmitter's loop, whose sources come from its allocator's list, paid one fewer than the
-// loops it was compared with.
-struct Cursor {
-  size_t at = 0;
-  size_t step;
-  size_t end;  // positions run 0, step, 2*step, ... while below end
-  Cursor(size_t step_, size_t end_) : step(step_), end(end_) {}
-  size_t next() {
-    size_t p = at;
-    at += step;
-    if (at >= end) [[unlikely]] at = 0;
-    return p;
-  }
-};
 // The target offsets of a run of `size`-byte messages: consecutive, wrapping within the window.
 inline Cursor target_cursor(size_t size) { return Cursor(size, kRegion - size + 1); }
 
