@@ -60,6 +60,10 @@ std::vector<std::string> compiled_providers() {
 #endif
 }
 
+PostResult QueuePair::post_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data) {
+  return post_send(write_request(local, remote_addr, rkey, inline_data));
+}
+
 std::unique_ptr<Provider> make_provider(const std::string& name, const ProviderContext& ctx) {
   if (name == "shm") return std::make_unique<shm::ShmProvider>(ctx);
 #ifdef LOOM_HAVE_VERBS

@@ -163,10 +163,10 @@ class QueuePair {
   [[nodiscard]] virtual PostResult post_recv(const RecvWr& wr) = 0;
   // An unsignaled one-sided WRITE without a work request to build: the same as post_send of
   // SendWr{opcode Write, local, remote_addr, rkey, inline_data, unsignaled, wr_id 0}, with the
-  // arguments in registers (what rdma-core's ibv_wr_rdma_write does for ibv_qp_ex).
-  [[nodiscard]] virtual PostResult post_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data) {
-    return post_send(write_request(local, remote_addr, rkey, inline_data));
-  }
+  // arguments in registers (what rdma-core's ibv_wr_rdma_write does for ibv_qp_ex). The default,
+  // through post_send, is defined out of line: inline, the compiler guessed it at every call
+  // (a test of the vtable slot before the call, and the request built in the caller's loop).
+  [[nodiscard]] virtual PostResult post_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data);
   virtual QpState state() const = 0;
   // Error -> Ready with the same peer, once the caller has drained the send completions.
   virtual void reset() = 0;
