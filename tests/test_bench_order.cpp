@@ -1,10 +1,12 @@
-// The benchmarks' round orders: balanced against carry-over from one variant to the next.
+// The benchmarks' harness: round orders balanced against carry-over from one variant to the
+// next, and message positions.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "bench/balanced_order.hpp"
+#include "bench/cursor.hpp"
 
 using loom::bench::balanced_cycle;
 using loom::bench::balanced_order;
@@ -40,4 +42,30 @@ TEST(BalancedOrder, RepeatsWithItsCycle) {
 TEST(BalancedOrder, NoVariantsIsAnEmptyRound) {
   EXPECT_TRUE(balanced_order(0, 0).empty());
   EXPECT_TRUE(balanced_order(0, 5).empty());
+}
+
+// A benchmark's message positions: consecutive, inside the window, starting again at 0.
+TEST(Cursor, WalksTheWindowAndWrapsInsideIt) {
+  using loom::bench::Cursor;
+  constexpr size_t kWindow = 1u << 20;
+  for (size_t size : {size_t{8}, size_t{24}, size_t{1000}, size_t{4096}, size_t{65536}, kWindow}) {
+    Cursor c(size, kWindow - size + 1);  // a message at p covers [p, p + size)
+    size_t expect = 0, wraps = 0;
+    for (size_t i = 0; i < 3 * kWindow / size + 5; ++i) {
+      const size_t p = c.next();
+      ASSERT_LE(p + size, kWindow) << "size " << size << " message " << i;
+      ASSERT_EQ(p, expect) << "size " << size << " message " << i;
+      expect = p + size;
+      if (expect + size > kWindow) {
+        expect = 0;
+        ++wraps;
+      }
+    }
+    EXPECT_GE(wraps, 3u) << "size " << size;
+  }
+  Cursor ring(1, 3);  // a ring of three slots
+  EXPECT_EQ(ring.next(), 0u);
+  EXPECT_EQ(ring.next(), 1u);
+  EXPECT_EQ(ring.next(), 2u);
+  EXPECT_EQ(ring.next(), 0u);
 }
