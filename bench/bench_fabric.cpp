@@ -56,6 +56,12 @@ inline Cursor target_cursor(size_t size) { return Cursor(size, kRegion - size + 
 size_t ring_slots(const memory::RDMAMemory& src, size_t size) {
   return std::max<size_t>(1, std::min<size_t>(kDepth, src.size / std::max<size_t>(size, 64)));
 }
+// The offsets into `src` of the UCX and memcpy rows' sources: ring_slots() buffers, a line apart
+// at least.
+Cursor source_cursor(const memory::RDMAMemory& src, size_t size) {
+  const size_t stride = std::max<size_t>(size, 64);
+  return Cursor(stride, ring_slots(src, size) * stride);
+}
 
 // A source buffer the hand-written loop cycles through.
 struct Slot {
@@ -148,7 +154,7 @@ double run_transmitter(signal::Transmitter& tx, memory::CircularAllocator& units
 }
 
 double run_memcpy(uint8_t* dst, const memory::RDMAMemory& src, size_t size, size_t count) {
-  Cursor at = target_cursor(size), from(std::max<size_t>(size, 64), ring_slots(src, size) * std::max<size_t>(size, 64));
+  Cursor at = target_cursor(size), from = source_cursor(src, size);
   auto t0 = clk::now();
   for (size_t i = 0; i < count; ++i) {
     uint8_t* s = src.bytes() + from.next();
@@ -200,7 +206,7 @@ Ucx ucx_setup(Runtime& rt, size_t bytes, ucs_thread_mode_t mode) {
 }
 
 double run_ucx(Ucx& u, const memory::RDMAMemory& src, size_t size, size_t count) {
-  Cursor at = target_cursor(size), from(std::max<size_t>(size, 64), ring_slots(src, size) * std::max<size_t>(size, 64));
+  Cursor at = target_cursor(size), from = source_cursor(src, size);
   ucp_request_param_t rp{};
   auto t0 = clk::now();
   for (size_t i = 0; i < count; ++i) {

@@ -15,6 +15,7 @@
 
 #include "dsm/common/env.hpp"
 #include "dsm/common/log.hpp"
+#include "dsm/common/system.hpp"
 
 namespace loom::runtime {
 
@@ -22,13 +23,15 @@ std::string shm_root() { return env::get_string("LOOM_SHM_DIR", "/dev/shm"); }
 
 std::vector<std::string> hugetlbfs_job_dirs(const std::string& job_id) {
   std::vector<std::string> out;
-  std::ifstream mounts("/proc/mounts");
-  std::string dev, dir, type, rest;
-  while (mounts >> dev >> dir >> type) {
-    std::getline(mounts, rest);
-    if (type == "hugetlbfs") out.push_back(dir + "/loom-" + job_id);
-  }
+  for (const std::string& mount : sys::hugetlbfs_mounts()) out.push_back(mount + "/loom-" + job_id);
   return out;
+}
+
+bool remove_job_dir(const std::string& dir, const std::string& job_id) {
+  std::error_code ec, huge_ec;
+  std::filesystem::remove_all(dir, ec);
+  for (const auto& h : hugetlbfs_job_dirs(job_id)) std::filesystem::remove_all(h, huge_ec);
+  return !ec;
 }
 
 namespace {
@@ -121,10 +124,7 @@ std::vector<std::string> sweep_stale_job_dirs() {
     // and then finds it unlinked (hold_job_dir).
     if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == me && st.st_nlink > 0 &&
         flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      std::error_code ec, huge_ec;
-      std::filesystem::remove_all(path, ec);
-      for (const auto& h : hugetlbfs_job_dirs(name.substr(5))) std::filesystem::remove_all(h, huge_ec);
-      if (!ec) {
+      if (remove_job_dir(path, name.substr(5))) {
         removed.push_back(path);
         log::warn("removed ", path, ": a job that ended without cleaning up left it behind (LOOM_SWEEP=0 keeps such directories)");
       }

@@ -22,6 +22,9 @@ std::string shm_root();
 // huge-page segments there).
 std::vector<std::string> hugetlbfs_job_dirs(const std::string& job_id);
 
+// Removes a job directory and its hugetlbfs counterparts; false if `dir` could not be removed.
+bool remove_job_dir(const std::string& dir, const std::string& job_id);
+
 // Holds an existing job directory (shared lock) for the life of the process; returns the
 // descriptor that holds it, or -1 if the directory is gone (a sweep removed it first) or cannot
 // be opened. Waits while a sweep is deciding about it.

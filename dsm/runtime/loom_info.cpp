@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dsm/common/env.hpp"
+#include "dsm/common/system.hpp"
 #include "dsm/fabric/fabric.hpp"
 #ifdef LOOM_HAVE_VERBS
 #include "dsm/fabric/verbs/verbs_provider.hpp"
@@ -24,12 +25,8 @@ long read_long(const std::string& path) {
 }
 
 std::string hugetlbfs_mounts() {
-  std::ifstream m("/proc/mounts");
-  std::string dev, dir, type, rest, out;
-  while (m >> dev >> dir >> type) {
-    std::getline(m, rest);
-    if (type == "hugetlbfs") out += (out.empty() ? "" : ", ") + dir;
-  }
+  std::string out;
+  for (const std::string& dir : loom::sys::hugetlbfs_mounts()) out += (out.empty() ? "" : ", ") + dir;
   return out.empty() ? "none" : out;
 }
 

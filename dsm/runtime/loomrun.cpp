@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -127,11 +126,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "loomrun: cannot create job directory %s: %s\n", job_dir.c_str(), std::strerror(errno));
     return 1;
   }
-  auto cleanup = [&] {
-    std::error_code ec;
-    std::filesystem::remove_all(job_dir, ec);
-    for (const auto& d : loom::runtime::hugetlbfs_job_dirs(job_id)) std::filesystem::remove_all(d, ec);
-  };
+  auto cleanup = [&] { loom::runtime::remove_job_dir(job_dir, job_id); };
   {
     std::string boot = job_dir + "/boot";
     int fd = open(boot.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

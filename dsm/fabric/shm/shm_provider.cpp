@@ -19,6 +19,7 @@
 #include "dsm/common/env.hpp"
 #include "dsm/common/error.hpp"
 #include "dsm/common/log.hpp"
+#include "dsm/common/system.hpp"
 #include "dsm/signal/backoff.hpp"
 #include "dsm/signal/futex.hpp"
 
@@ -52,18 +53,12 @@ bool covers(uint64_t base, uint64_t blen, uint64_t addr, uint64_t len) {
 
 // Finds a mounted hugetlbfs with enough free 2 MiB pages for at least one chunk.
 std::string find_hugetlbfs() {
-  std::ifstream mounts("/proc/mounts");
-  std::string dev, dir, type, rest;
-  while (mounts >> dev >> dir >> type) {
-    std::getline(mounts, rest);
-    if (type == "hugetlbfs") {
-      std::ifstream f("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
-      long free_pages = 0;
-      f >> free_pages;
-      if (free_pages > 0) return dir;
-    }
-  }
-  return {};
+  std::vector<std::string> mounts = sys::hugetlbfs_mounts();
+  if (mounts.empty()) return {};
+  std::ifstream f("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
+  long free_pages = 0;
+  f >> free_pages;
+  return free_pages > 0 ? mounts.front() : std::string();
 }
 
 // Pushes one completion into a CQ ring that may belong to another process. Returns false if
