@@ -27,7 +27,6 @@ void NoticeBuffer::fold() {
                    [](const Notice& a, const Notice& b) { return a.wts < b.wts; });
   size_t drop = entries_.size() - keep;
   for (size_t i = 0; i < drop; ++i) min_wts_ = std::max(min_wts_, entries_[i].wts);
-  folded_ += drop;
   entries_.erase(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(drop));
   // Notices at or below the new bound add nothing.
   std::erase_if(entries_, [&](const Notice& n) { return n.wts <= min_wts_; });

@@ -46,14 +46,12 @@ class NoticeBuffer {
   void raise_min_wts(uint64_t t) { if (t > min_wts_) min_wts_ = t; }
   const std::vector<Notice>& entries() const { return entries_; }
   size_t capacity() const { return cap_; }
-  uint64_t folded() const { return folded_; }
   void clear() { entries_.clear(); index_.clear(); min_wts_ = 0; }
 
  private:
   void fold();
   size_t cap_;
   uint64_t min_wts_ = 0;
-  uint64_t folded_ = 0;
   std::vector<Notice> entries_;
   std::unordered_map<uint64_t, size_t> index_;
 };

@@ -143,12 +143,10 @@ class Space final : public region::FaultSink {
 
   void on_fault(region::Region& r, size_t block, bool write) override;
 
-  struct Impl;
-
  private:
   friend class Lock;
   friend class AtomicWord;
-  void declare(const void* p, size_t n, bool write);
+  struct Impl;  // coherence/space_impl.hpp
   Runtime& rt_;
   Config cfg_;
   std::unique_ptr<Impl> impl_;

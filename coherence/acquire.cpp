@@ -1,0 +1,97 @@
+// Acquire (docs/coherence.md, "Acquire"): apply what this process now knows — write notices
+// newer than its copies, the lease bound below which folded notices may hide a write, and
+// (directory policy) the invalidation flags other releasers set here.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "coherence/space_impl.hpp"
+
+namespace loom::coherence {
+
+// fence_mu held.
+void Space::Impl::acquire_locked(uint64_t incoming_min_wts) {
+  std::optional<LaneGuard> lane;
+  apply_notices(lane);
+  apply_lease_bound(lane, incoming_min_wts);
+  if (dir_mode) apply_invalidation_flags(lane);
+}
+
+// A notice newer than a copy drops the copy; the next miss goes straight to the last
+// releaser's public copy (fast read).
+void Space::Impl::apply_notices(std::optional<LaneGuard>& lane) {
+  std::vector<Notice> fresh;
+  {
+    std::lock_guard<std::mutex> g(notice_mu);
+    for (const Notice& e : notices.entries()) {
+      RegionState* rs = state_by_id(static_cast<uint32_t>(e.key >> 32));
+      if (rs == nullptr) continue;  // a region destroyed since
+      size_t b = e.key & 0xffffffffu;
+      if (b >= rs->r->blocks()) continue;
+      if (e.wts <= rs->meta[b].known_wts) continue;
+      fresh.push_back(e);
+    }
+  }
+  for (const Notice& e : fresh) {
+    RegionState* rs = state_by_id(static_cast<uint32_t>(e.key >> 32));
+    BlockMeta& m = rs->meta[e.key & 0xffffffffu];
+    std::lock_guard<std::mutex> g(m.mu);
+    if (e.wts <= m.known_wts) continue;
+    m.known_wts = e.wts;
+    if (m.data_wts >= e.wts) continue;
+    if (e.wts > m.hint_wts) {
+      m.hint_home = static_cast<int>(e.writer);
+      m.hint_wts = e.wts;
+    }
+    drop(lane, *rs, m);
+  }
+}
+
+// Notices were folded somewhere: every copy whose lease ended before the new bound is suspect.
+void Space::Impl::apply_lease_bound(std::optional<LaneGuard>& lane, uint64_t incoming_min_wts) {
+  if (incoming_min_wts <= acq_ts) return;
+  std::atomic_ref<uint64_t>(acq_ts).store(incoming_min_wts, std::memory_order_relaxed);
+  for (auto& a : regions) {
+    RegionState* rs = a.load(std::memory_order_acquire);
+    if (rs == nullptr) continue;
+    for (size_t b = 0; b < rs->r->blocks(); ++b) {
+      BlockMeta& m = rs->meta[b];
+      if (m.state == State::Invalid) continue;
+      std::lock_guard<std::mutex> g(m.mu);
+      if (m.state != State::Invalid && m.rts < acq_ts) drop(lane, *rs, m);
+    }
+  }
+}
+
+// The flags are scanned only in regions whose counter moved, eight at a time.
+void Space::Impl::apply_invalidation_flags(std::optional<LaneGuard>& lane) {
+  for (auto& a : regions) {
+    RegionState* rs = a.load(std::memory_order_acquire);
+    if (rs == nullptr) continue;
+    uint64_t c = rs->inval_counter().load(std::memory_order_acquire);
+    if (c == rs->inval_seen) continue;
+    rs->inval_seen = c;
+    uint8_t* flags = rs->mem.bytes() + rs->flag_off;
+    size_t nb = rs->r->blocks();
+    for (size_t b = 0; b < nb; b += 8) {
+      uint64_t w = 0;
+      size_t k = std::min<size_t>(8, nb - b);
+      std::memcpy(&w, flags + b, k);
+      if (w == 0) continue;
+      for (size_t j = 0; j < k; ++j) {
+        if (std::atomic_ref<uint8_t>(flags[b + j]).exchange(0) == 0) continue;
+        BlockMeta& m = rs->meta[b + j];
+        std::lock_guard<std::mutex> g(m.mu);
+        m.hint_wts = UINT64_MAX;  // unknown version: the directory says which
+        drop(lane, *rs, m);
+      }
+    }
+  }
+}
+
+size_t Space::Impl::serialize_notices(uint8_t* out) {
+  std::lock_guard<std::mutex> g(notice_mu);
+  return notices.serialize(out);
+}
+
+}  // namespace loom::coherence

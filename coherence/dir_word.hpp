@@ -1,0 +1,50 @@
+#pragma once
+// The directory entry of one block, held registered at the block's manager (dsm/region decides
+// who manages a block):
+//
+//   offset 0   word0   [63] W: the entry is locked by a releaser
+//                      [62..48] home rank (15 bits)
+//                      [47..0]  read timestamp rts (the end of every lease handed out)
+//   offset 8   wts     write timestamp of the version in the home's public copy
+//   offset 16  sharers one byte per process (directory policy only)
+//
+// word0 is touched only by fabric atomics (CAS); wts and the sharer bytes by READ and WRITE
+// while W is held. Every release raises rts, so word0 never repeats: a reader that sees the same
+// (home, wts) unlocked after reading the data knows no publication overlapped its read.
+#include <cstddef>
+#include <cstdint>
+
+namespace loom::coherence {
+
+struct DirWord {
+  static constexpr uint64_t kLocked = uint64_t{1} << 63;
+  static constexpr uint64_t kRtsMask = (uint64_t{1} << 48) - 1;
+  static constexpr int kMaxHome = 0x7fff;  // homes are ranks 0 .. kMaxHome
+
+  uint64_t raw = 0;
+
+  static constexpr DirWord make(int home, uint64_t rts) {
+    return DirWord{(static_cast<uint64_t>(home & kMaxHome) << 48) | (rts & kRtsMask)};
+  }
+  constexpr bool locked() const { return (raw & kLocked) != 0; }
+  constexpr int home() const { return static_cast<int>((raw >> 48) & kMaxHome); }
+  constexpr uint64_t rts() const { return raw & kRtsMask; }
+  constexpr DirWord with_lock() const { return DirWord{raw | kLocked}; }
+  constexpr DirWord without_lock() const { return DirWord{raw & ~kLocked}; }
+  constexpr bool operator==(const DirWord&) const = default;
+};
+
+// Where the fields of an entry are, and how far apart entries lie.
+struct DirEntry {
+  static constexpr size_t kWord0 = 0;
+  static constexpr size_t kWts = 8;
+  static constexpr size_t kSharers = 16;
+  // Bytes a reader fetches: the two words, and the sharer bytes under the directory policy.
+  static constexpr size_t read_bytes(bool directory, int nprocs) {
+    return kSharers + (directory ? static_cast<size_t>(nprocs) : 0);
+  }
+  // Entries are 16-byte aligned so word0 is always an aligned 8-byte atomic target.
+  static constexpr size_t stride(bool directory, int nprocs) { return (read_bytes(directory, nprocs) + 15) & ~size_t{15}; }
+};
+
+}  // namespace loom::coherence

@@ -1,0 +1,170 @@
+// The read path (docs/coherence.md, "Read miss"): fetch a block as a read copy from the home
+// (or straight from the last releaser a notice named), validate it against the directory
+// entry, extend the lease, join the sharers; and the first write of a clean block (its twin).
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "coherence/space_impl.hpp"
+#include "dsm/common/log.hpp"
+#include "dsm/signal/backoff.hpp"
+
+namespace loom::coherence {
+
+DirView Space::Impl::dir_view(Lane& l, const RegionState& rs, size_t b) {
+  const uint8_t* p = l.bytes(Scratch::kDirectory);
+  DirView d;
+  d.word0 = DirWord{l.word(Scratch::kDirectory + DirEntry::kWord0)};
+  std::memcpy(&d.wts, p + DirEntry::kWts, 8);
+  d.sharers = p + DirEntry::kSharers;
+  if (d.word0.home() >= n)
+    fail("dsm: directory entry of block ", b, " of region ", rs.r->id(), " names home ", d.word0.home(), " of ", n, " ranks (corrupt)");
+  return d;
+}
+
+// One attempt's reads: join the sharers (directory policy), the block's data unless the private
+// copy already holds the version aimed at, then the directory entry, which executes after the
+// data read (the same queue pair, or a wait between them).
+void Space::Impl::post_fetch_reads(Lane& l, RegionState& rs, size_t b, int home, bool have_data) {
+  const int mgr = rs.r->manager(b);
+  if (dir_mode) {
+    // Before validating: a releaser that locks the entry after our validation read sees us and
+    // invalidates our copy.
+    l.bytes(Scratch::kOneByte)[0] = 1;
+    l.post(mgr, fabric::Opcode::Write, Scratch::kOneByte, 1, rs.dir_addr(mgr, b) + DirEntry::kSharers + static_cast<size_t>(rank),
+           rs.rkey(mgr));
+  }
+  if (!have_data) {
+    l.post(home, fabric::Opcode::Read, Scratch::kBlock, static_cast<uint32_t>(rs.r->block_size()), rs.pub_addr(home, b), rs.rkey(home));
+    if (home != mgr) l.wait();
+  }
+  l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory, dir_read_bytes(), rs.dir_addr(mgr, b), rs.rkey(mgr));
+  l.wait();
+}
+
+// Logical lease: the copy must stay valid at least until our acquire time plus a lease. Returns
+// false when the entry changed under us (validate again; the data may still be good).
+bool Space::Impl::extend_lease(Lane& l, RegionState& rs, size_t b, DirView& d, uint64_t wts) {
+  const uint64_t want = std::max(wts, acq_ts_relaxed()) + lease;
+  if (d.word0.rts() >= want - lease / 2) return true;
+  const int mgr = rs.r->manager(b);
+  DirWord nw = DirWord::make(d.word0.home(), want);
+  uint64_t old = l.cas(mgr, rs.dir_addr(mgr, b), rs.rkey(mgr), d.word0.raw, nw.raw);
+  if (old != d.word0.raw) return false;
+  d.word0 = nw;
+  return true;
+}
+
+// Makes an invalid block's private copy current (Clean), or confirms the data it holds.
+void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m) {
+  const size_t b = m.block;
+  const int mgr = rs.r->manager(b);
+  int home = fixed_home ? mgr : m.hint_home;
+  uint64_t wts = m.hint_wts;
+  const bool fast = m.hint_home != m.word0.home();
+  signal::Backoff backoff;
+  // The private copy still holds version data_wts: if that is the newest we know of, one
+  // directory read may confirm it (an expired lease, or an invalidation that changed nothing).
+  bool have_data = m.data_wts == wts;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) st_retries.fetch_add(1, std::memory_order_relaxed);
+    post_fetch_reads(l, rs, b, home, have_data);
+    DirView d = dir_view(l, rs, b);
+    if (d.word0.locked() || d.word0.home() != home || d.wts != wts) {
+      // Moved on since the version we aimed at, or being published now: aim at what the entry
+      // says (a state it really had) and read again.
+      home = fixed_home ? mgr : d.word0.home();
+      wts = d.wts;
+      have_data = false;
+      if (d.word0.locked()) backoff.pause();
+      continue;
+    }
+    if (!dir_mode && !extend_lease(l, rs, b, d, wts)) continue;
+    if (have_data) {
+      st_reval.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      std::memcpy(rs.r->runtime_block(b), l.bytes(Scratch::kBlock), rs.r->block_size());
+      st_misses.fetch_add(1, std::memory_order_relaxed);
+      if (fast && attempt == 0) st_fast.fetch_add(1, std::memory_order_relaxed);
+    }
+    m.data_wts = wts;
+    m.hint_home = d.word0.home();
+    m.hint_wts = wts;
+    m.rts = dir_mode ? UINT64_MAX : d.word0.rts();
+    m.word0 = d.word0;
+    m.state = State::Clean;
+    rs.r->protect(b, 1, region::Protection::Read);
+    return;
+  }
+}
+
+void Space::Impl::make_dirty(RegionState& rs, BlockMeta& m) {
+  const size_t b = m.block;
+  std::memcpy(rs.twin(b), rs.r->runtime_block(b), rs.r->block_size());
+  m.state = State::Dirty;
+  {
+    std::lock_guard<std::mutex> g(dirty_mu);
+    dirty.push_back(m);
+  }
+  rs.r->protect(b, 1, region::Protection::ReadWrite);
+  st_twins.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Makes every block of [p, p+len) readable (and, for a write, dirty) without a fault.
+void Space::Impl::declare(const void* p, size_t len, bool write) {
+  region::Region* r = as->find(p);
+  if (r == nullptr || !r->contains(p, len))
+    fail("dsm: ", write ? "write" : "read", " of ", len, " bytes at ", p, ": not inside one shared region");
+  RegionState* rs = state_of(*r);
+  if (len == 0) return;
+  region::InRuntime ir;
+  size_t first = r->block_of(p), last = r->block_of(static_cast<const uint8_t*>(p) + len - 1);
+  std::optional<LaneGuard> lane;
+  for (size_t b = first; b <= last; ++b) {
+    BlockMeta& m = rs->meta[b];
+    // A racy peek, confirmed under the mutex.
+    if (m.state == State::Dirty || (!write && m.state == State::Clean)) continue;
+    if (!lane) lane.emplace(lanes);
+    std::lock_guard<std::mutex> g(m.mu);
+    if (m.state == State::Invalid) fetch(**lane, *rs, m);
+    if (write && m.state == State::Clean) make_dirty(*rs, m);
+  }
+}
+
+void Space::declare_read(const void* p, size_t n) { impl_->declare(p, n, false); }
+void Space::declare_write(void* p, size_t n) { impl_->declare(p, n, true); }
+
+void Space::on_fault(region::Region& r, size_t block, bool write) {
+  Impl& I = *impl_;
+  RegionState* rs = I.state_of(r);
+  if (rs == nullptr) {
+    static const char msg[] = "loom: fault in a region without protocol state\n";
+    ssize_t k = ::write(2, msg, sizeof msg - 1);
+    (void)k;
+    abort();
+  }
+  region::InRuntime ir;
+  I.st_faults.fetch_add(1, std::memory_order_relaxed);
+  bool busy = false;
+  try {
+    LaneGuard lane(I.lanes);
+    BlockMeta& m = rs->meta[block];
+    std::lock_guard<std::mutex> g(m.mu);
+#if !defined(__x86_64__)
+    if (!write && m.state == State::Clean) write = true;  // no error code here: a fault on a readable block is a write
+#endif
+    if (m.state == State::Invalid) I.fetch(*lane, *rs, m);
+    if (write && m.state == State::Clean) I.make_dirty(*rs, m);
+    // Still dirty yet not writable: a release has stopped writers on it and will reach it
+    // soon. Give it the processor; the store faults again until then.
+    else if (write && m.state == State::Dirty) busy = true;
+  } catch (const std::exception& e) {
+    log::error("dsm: fault on block ", block, " of region ", r.id(), ": ", e.what());
+    abort();
+  }
+  if (busy) sched_yield();
+}
+
+}  // namespace loom::coherence

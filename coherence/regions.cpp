@@ -1,0 +1,110 @@
+// Regions: creation (the protocol memory beside each region: public copies, directory entries,
+// invalidation flags) and destruction, both collective.
+#include <sys/mman.h>
+
+#include <cstring>
+
+#include "coherence/space_impl.hpp"
+
+namespace loom::coherence {
+
+std::unique_ptr<RegionState> Space::Impl::make_region_state(region::Region& r) {
+  auto rs = std::make_unique<RegionState>();
+  rs->r = &r;
+  const size_t nb = r.blocks();
+  rs->dir_stride = DirEntry::stride(dir_mode, n);
+  rs->pub_off = RegionState::kHeader;
+  rs->dir_off = rs->pub_off + r.size();
+  rs->flag_off = rs->dir_off + nb * rs->dir_stride;
+  const size_t bytes = rs->flag_off + nb;
+  rs->mem = rt.allocator().allocate_chunk(bytes);
+  std::memset(rs->mem.addr, 0, bytes);
+  void* tw = mmap(nullptr, r.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (tw == MAP_FAILED) {
+    int err = errno;
+    rt.allocator().free_chunk(rs->mem);
+    throw SystemError("dsm: mmap of the twin area", err);
+  }
+  rs->twins = static_cast<uint8_t*>(tw);
+  rs->meta = std::unique_ptr<BlockMeta[]>(new BlockMeta[nb]);
+  return rs;
+}
+
+// Every copy starts as the zero version 0 at its manager, valid until the first write is
+// acquired; the directory policy starts with every process a sharer.
+void Space::Impl::init_blocks(RegionState& rs) {
+  for (size_t b = 0; b < rs.r->blocks(); ++b) {
+    const int mgr = rs.r->manager(b);
+    BlockMeta& m = rs.meta[b];
+    m.block = static_cast<uint32_t>(b);
+    m.hint_home = mgr;
+    m.word0 = DirWord::make(mgr, 0);
+    m.rts = dir_mode ? UINT64_MAX : 0;
+    if (mgr != rank) continue;
+    uint8_t* e = rs.dir_local(b);
+    std::memcpy(e + DirEntry::kWord0, &m.word0.raw, 8);
+    if (dir_mode) std::memset(e + DirEntry::kSharers, 1, static_cast<size_t>(n));
+  }
+}
+
+// Touches every peer's region memory once: a provider may map peer memory on first use (shm
+// does), which allocates, and the fault handler must not be the first to get there.
+void Space::Impl::touch_peers(RegionState& rs) {
+  region::InRuntime ir;
+  LaneGuard lane(lanes);
+  for (int p = 0; p < n; ++p) lane->post(p, fabric::Opcode::Read, Scratch::kResult, 8, rs.base(p), rs.rkey(p));
+  lane->wait();
+}
+
+void Space::Impl::install(std::unique_ptr<RegionState> rs) {
+  size_t slot = 0;
+  while (slot < regions.size() && regions[slot].load() != nullptr) ++slot;
+  // The AddressSpace holds at most as many regions as there are slots.
+  if (slot == regions.size()) fail("dsm: no free region slot");
+  rs->slot = static_cast<uint32_t>(slot);
+  for (size_t b = 0; b < rs->r->blocks(); ++b) rs->meta[b].region_slot = rs->slot;
+  regions[slot].store(rs.release(), std::memory_order_release);
+}
+
+void Space::Impl::free_region_state(RegionState* rs) {
+  munmap(rs->twins, rs->r->size());
+  rt.allocator().free_chunk(rs->mem);
+  delete rs;
+}
+
+region::Region& Space::create_region(const region::RegionOptions& opt) {
+  Impl& I = *impl_;
+  region::Region& r = I.as->create(opt);
+  std::unique_ptr<RegionState> rs;
+  try {
+    rs = I.make_region_state(r);
+  } catch (...) {
+    I.as->destroy(r);
+    throw;
+  }
+  I.init_blocks(*rs);
+  rs->remote = rt_.bootstrap().allgather_value(locator_of(rs->mem, I.rank));
+  I.touch_peers(*rs);
+  I.install(std::move(rs));
+  rt_.barrier();  // every directory is initialized before anyone uses it
+  return r;
+}
+
+void Space::destroy_region(region::Region& r) {
+  Impl& I = *impl_;
+  RegionState* rs = I.state_of(r);
+  if (rs == nullptr) fail("dsm: destroy_region of a region this Space does not hold");
+  I.release();
+  rt_.barrier();  // nobody reads our public copies any more
+  {
+    std::lock_guard<std::mutex> g(I.fence_mu);
+    std::lock_guard<std::mutex> d(I.dirty_mu);
+    for (size_t b = 0; b < r.blocks(); ++b)
+      if (rs->meta[b].is_linked()) I.dirty.erase(I.dirty.iterator_to(rs->meta[b]));
+    I.regions[rs->slot].store(nullptr, std::memory_order_release);
+  }
+  I.free_region_state(rs);
+  I.as->destroy(r);
+}
+
+}  // namespace loom::coherence

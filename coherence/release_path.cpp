@@ -1,0 +1,203 @@
+// The release path (docs/coherence.md, "Release", steps 1-7): for each dirty block, lock its
+// directory entry, take the current master, merge this process's diff over it, invalidate the
+// other sharers (directory policy), publish the new version (floating home: this process's
+// public copy, and this process becomes the home), and record it in a write notice.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "coherence/diff.hpp"
+#include "coherence/space_impl.hpp"
+#include "dsm/signal/backoff.hpp"
+
+namespace loom::coherence {
+
+// Step 1: lock the directory entry, with one CAS when our last view of it is still right.
+// `unchanged`: nobody published since our copy was taken (every release changes word0).
+DirWord Space::Impl::lock_entry(Lane& l, RegionState& rs, BlockMeta& m, bool& unchanged) {
+  const size_t b = m.block;
+  const int mgr = rs.r->manager(b);
+  DirWord guess = m.word0.without_lock();
+  signal::Backoff backoff;
+  unchanged = true;
+  for (;;) {
+    DirWord old{l.cas(mgr, rs.dir_addr(mgr, b), rs.rkey(mgr), guess.raw, guess.with_lock().raw)};
+    if (old == guess) break;
+    unchanged = false;
+    if (old.locked()) backoff.pause();
+    guess = old.without_lock();
+  }
+  if (!fixed_home && guess.home() >= n) fail("dsm: directory entry of block ", b, " names home ", guess.home(), " (corrupt)");
+  return guess;
+}
+
+// Steps 2-3: the new master in `master`, and the entry's sharers in the lane (directory policy).
+// Unchanged: the master is our twin, so the new master is our private copy (migratory and
+// single-writer blocks: no transfer, no diff). Otherwise one coarse READ of the current master
+// (floating home: into our own public copy, which nobody reads while the entry is locked), and
+// our diff over it, locally; the private copy takes the others' changes in the same pass.
+void Space::Impl::take_master(Lane& l, RegionState& rs, BlockMeta& m, int home, bool unchanged, uint8_t* master) {
+  const size_t b = m.block;
+  const int mgr = rs.r->manager(b);
+  const size_t bs = rs.r->block_size();
+  uint8_t* priv = rs.r->runtime_block(b);
+  if (unchanged) {
+    std::memcpy(master, priv, bs);
+    // The previous blocks' publications stay in flight unless the sharers must be read.
+    if (dir_mode) {
+      l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory, dir_read_bytes(), rs.dir_addr(mgr, b), rs.rkey(mgr));
+      l.wait();
+    }
+    return;
+  }
+  if (fixed_home) {
+    if (mgr != rank) l.post(mgr, fabric::Opcode::Read, Scratch::kBlock, static_cast<uint32_t>(bs), rs.pub_addr(mgr, b), rs.rkey(mgr));
+  } else if (home != rank) {
+    l.post_mem(home, fabric::Opcode::Read, rs.mem, rs.pub_offset(b), static_cast<uint32_t>(bs), rs.pub_addr(home, b), rs.rkey(home));
+  }
+  if (dir_mode) l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory, dir_read_bytes(), rs.dir_addr(mgr, b), rs.rkey(mgr));
+  l.wait();
+  merge_diff(master, priv, rs.twin(b), bs);
+}
+
+// Step 5 (directory policy): a flag and a counter at every other sharer; then only the new
+// version's holder remains a sharer.
+void Space::Impl::invalidate_sharers(Lane& l, RegionState& rs, size_t b) {
+  const int mgr = rs.r->manager(b);
+  uint8_t* sh = l.bytes(Scratch::kSharers);
+  std::memcpy(sh, l.bytes(Scratch::kDirectory + DirEntry::kSharers), static_cast<size_t>(n));
+  l.bytes(Scratch::kOneByte)[0] = 1;
+  for (int p = 0; p < n; ++p) {
+    if (p == rank || sh[p] == 0) continue;
+    l.post(p, fabric::Opcode::Write, Scratch::kOneByte, 1, rs.flag_addr(p, b), rs.rkey(p));
+    l.post(p, fabric::Opcode::FetchAdd, Scratch::kCountSink, 8, rs.base(p), rs.rkey(p), 1);
+  }
+  l.wait();
+  std::memset(sh, 0, static_cast<size_t>(n));
+  sh[rank] = 1;
+  l.post(mgr, fabric::Opcode::Write, Scratch::kSharers, static_cast<uint32_t>(n), rs.dir_addr(mgr, b) + DirEntry::kSharers, rs.rkey(mgr));
+}
+
+// Step 6: fixed home takes the merged block back (one coarse WRITE); then the entry's wts and
+// the unlocking CAS, on one queue pair, in that order. Nothing after needs their completion, so
+// the release goes on to its next block and the fence waits for all of them at its end (the
+// entry is ours while W is set: every other CAS on it fails without writing).
+void Space::Impl::publish(Lane& l, RegionState& rs, size_t b, DirWord old, uint64_t wts_new, DirWord w0_new) {
+  const int mgr = rs.r->manager(b);
+  if (fixed_home && mgr != rank) {
+    l.post(mgr, fabric::Opcode::Write, Scratch::kBlock, static_cast<uint32_t>(rs.r->block_size()), rs.pub_addr(mgr, b), rs.rkey(mgr));
+    l.wait();  // the staging buffer is reused by the next block
+  }
+  // A ring slot per posted timestamp: post() drains the lane before kWtsSlots are in flight.
+  const size_t woff = Scratch::kWtsRing + 8 * (l.posted() % Scratch::kWtsSlots);
+  l.set_word(woff, wts_new);
+  l.post(mgr, fabric::Opcode::Write, woff, 8, rs.dir_addr(mgr, b) + DirEntry::kWts, rs.rkey(mgr));
+  l.post(mgr, fabric::Opcode::CompareSwap, Scratch::kUnlockSink, 8, rs.dir_addr(mgr, b), rs.rkey(mgr), old.with_lock().raw, w0_new.raw);
+}
+
+// Step 7: our private copy is now the new version (merge_diff wrote the others' changes into
+// it; writers here wait on the block's mutex); a notice names it.
+void Space::Impl::record(RegionState& rs, BlockMeta& m, uint64_t wts_new, DirWord w0_new) {
+  m.state = State::Clean;
+  m.data_wts = wts_new;
+  m.hint_home = w0_new.home();
+  m.hint_wts = wts_new;
+  m.rts = dir_mode ? UINT64_MAX : w0_new.rts();
+  m.word0 = w0_new;
+  m.known_wts = std::max(m.known_wts, wts_new);
+  if (!dir_mode) {
+    std::lock_guard<std::mutex> g(notice_mu);
+    notices.add(Notice{(uint64_t{rs.r->id()} << 32) | m.block, wts_new, static_cast<uint32_t>(rank)});
+  }
+  st_released.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Publishes this process's writes to a dirty block.
+void Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool protected_already) {
+  const size_t b = m.block;
+  const int mgr = rs.r->manager(b);
+  {
+    std::lock_guard<std::mutex> g(dirty_mu);
+    if (m.is_linked()) dirty.erase(dirty.iterator_to(m));
+  }
+  // Writers of this process fault (and wait for the block's mutex) from here on.
+  if (!protected_already) rs.r->protect(b, 1, region::Protection::Read);
+  bool unchanged = false;
+  const DirWord old = lock_entry(l, rs, m, unchanged);
+  const int home = fixed_home ? mgr : old.home();
+  uint8_t* master = fixed_home && mgr != rank ? l.bytes(Scratch::kBlock) : rs.pub_local(b);
+  take_master(l, rs, m, home, unchanged, master);
+  // Step 4: the new version is logically after every lease handed out on the old one (rts >=
+  // wts always, so rts + 1 is past the old version too).
+  const uint64_t wts_new = std::max(old.rts() + 1, acq_ts_relaxed());
+  if (wts_new > DirWord::kRtsMask - (uint64_t{1} << 21)) fail("dsm: write timestamps of block ", b, " exhausted");
+  const DirWord w0_new = DirWord::make(fixed_home ? mgr : rank, dir_mode ? wts_new : wts_new + lease);
+  if (dir_mode) invalidate_sharers(l, rs, b);
+  publish(l, rs, b, old, wts_new, w0_new);
+  record(rs, m, wts_new, w0_new);
+}
+
+void Space::Impl::invalidate(RegionState& rs, BlockMeta& m) {
+  m.state = State::Invalid;
+  rs.r->protect(m.block, 1, region::Protection::None);
+  st_inval.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A copy that may be stale after an acquire: a dirty one is published first (which makes it
+// current), a clean one is invalidated.
+void Space::Impl::drop(std::optional<LaneGuard>& lane, RegionState& rs, BlockMeta& m) {
+  if (m.state == State::Dirty) {
+    if (!lane) lane.emplace(lanes);
+    release_block(**lane, rs, m);
+  } else if (m.state == State::Clean) {
+    invalidate(rs, m);
+  }
+}
+
+// Stops this process's writers on every dirty block with one mprotect per run of adjacent
+// blocks: each call costs a TLB shootdown across the process's threads. A writer that faults on
+// a block before its turn finds it still dirty and retries until it is released.
+void Space::Impl::stop_writers(const std::vector<BlockMeta*>& v) {
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i + 1;
+    while (j < v.size() && v[j]->region_slot == v[i]->region_slot && v[j]->block == v[j - 1]->block + 1) ++j;
+    regions[v[i]->region_slot].load(std::memory_order_acquire)->r->protect(v[i]->block, j - i, region::Protection::Read);
+    i = j;
+  }
+}
+
+// A release fence; fence_mu held.
+void Space::Impl::release_locked() {
+  DirtyList taken;
+  {
+    std::lock_guard<std::mutex> g(dirty_mu);
+    taken.swap(dirty);
+  }
+  if (taken.empty()) return;
+  std::vector<BlockMeta*> v;
+  while (!taken.empty()) {
+    v.push_back(&taken.front());
+    taken.pop_front();
+  }
+  std::sort(v.begin(), v.end(), [](const BlockMeta* a, const BlockMeta* b) {
+    return a->region_slot != b->region_slot ? a->region_slot < b->region_slot : a->block < b->block;
+  });
+  stop_writers(v);
+  LaneGuard lane(lanes);
+  for (BlockMeta* m : v) {
+    RegionState* rs = regions[m->region_slot].load(std::memory_order_acquire);
+    std::lock_guard<std::mutex> g(m->mu);
+    if (m->state == State::Dirty) release_block(*lane, *rs, *m, true);
+  }
+  lane->wait();  // every entry unlocked: the release is complete
+}
+
+void Space::Impl::release() {
+  region::InRuntime ir;
+  std::lock_guard<std::mutex> g(fence_mu);
+  release_locked();
+}
+
+void Space::release() { impl_->release(); }
+
+}  // namespace loom::coherence

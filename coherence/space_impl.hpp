@@ -1,0 +1,159 @@
+#pragma once
+// Space::Impl: the state of one process's Space and the protocol steps over it. Its members are
+// defined by concern: lanes (lane.cpp), the read path (read_path.cpp), the release path
+// (release_path.cpp), acquire (acquire.cpp), regions (regions.cpp), synchronization memory and
+// the Space's life (space.cpp), barrier, lock and atomic words (barrier.cpp, lock.cpp,
+// atomic_word.cpp). docs/coherence.md numbers the steps these functions carry out.
+#include <array>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "coherence/block_state.hpp"
+#include "coherence/lane.hpp"
+#include "coherence/notices.hpp"
+#include "coherence/space.hpp"
+
+namespace loom::coherence {
+
+inline constexpr int kMaxThreads = 64;  // threads of one process that use shared regions at once
+inline constexpr int kMaxHeld = 16;     // locks one thread may hold (or wait for) at once
+// Yields before a waiter for a lock hand-off or a barrier partner starts timed sleeps.
+inline constexpr uint32_t kHandoffYields = 4096;
+
+// Synchronization memory of one process, the same layout at every process:
+// [barrier mailboxes: 2 parities x rounds][sync-object slots][queue-lock nodes: 16 B each].
+struct SyncLayout {
+  size_t mbox_bytes = 0, mbox_off = 0, slot_bytes = 0, slot_off = 0, qnode_off = 0, total = 0;
+  int rounds = 0;  // dissemination rounds: ceil(log2 nprocs)
+  SyncLayout() = default;
+  SyncLayout(int nprocs, uint32_t sync_objects, size_t notice_bytes);
+};
+
+// A directory entry as read into a lane's scratch (Scratch::kDirectory).
+struct DirView {
+  DirWord word0;
+  uint64_t wts = 0;
+  const uint8_t* sharers = nullptr;  // n bytes, directory policy only
+};
+
+struct Space::Impl {
+  Runtime& rt;
+  const Config cfg;
+  const int rank, n;
+  const uint64_t lease;
+  const bool fixed_home;
+  const bool dir_mode;
+  std::unique_ptr<region::AddressSpace> as;
+  std::vector<std::unique_ptr<Lane>> lanes;
+  std::array<std::atomic<RegionState*>, region::AddressSpace::kMaxRegions> regions{};
+
+  memory::RDMAMemory sync;
+  std::vector<RemoteMemoryLocator> sync_remote;
+  SyncLayout sl;
+  uint32_t next_sync = 0;
+  uint64_t barrier_epoch = 0;
+
+  std::mutex fence_mu;  // releases and acquires of this process, one at a time
+  std::mutex dirty_mu;
+  DirtyList dirty;
+  std::mutex notice_mu;
+  NoticeBuffer notices;
+  uint64_t acq_ts = 0;  // written under fence_mu; read relaxed by the read path
+
+  // The local part of the barrier: the last thread of this process to arrive runs the global one.
+  std::mutex bar_mu;
+  std::condition_variable bar_cv;
+  int bar_arrived = 0;
+  uint64_t bar_gen = 0;
+  std::exception_ptr bar_error;
+
+  std::atomic<uint64_t> st_faults{0}, st_misses{0}, st_reval{0}, st_twins{0}, st_released{0}, st_retries{0},
+      st_inval{0}, st_fast{0};
+
+  Impl(Runtime& r, Config c);
+
+  // ---- life (space.cpp) ----
+  void create_lanes();
+  void create_sync_memory();
+  void teardown();
+  RegionState* state_of(const region::Region& r);
+  RegionState* state_by_id(uint32_t id);
+
+  // ---- regions (regions.cpp) ----
+  std::unique_ptr<RegionState> make_region_state(region::Region& r);
+  void init_blocks(RegionState& rs);
+  void touch_peers(RegionState& rs);
+  void install(std::unique_ptr<RegionState> rs);
+  void free_region_state(RegionState* rs);
+
+  // ---- read path (read_path.cpp); the caller holds a lane, then the block's mutex ----
+  void fetch(Lane& l, RegionState& rs, BlockMeta& m);
+  void post_fetch_reads(Lane& l, RegionState& rs, size_t b, int home, bool have_data);
+  bool extend_lease(Lane& l, RegionState& rs, size_t b, DirView& d, uint64_t wts);
+  DirView dir_view(Lane& l, const RegionState& rs, size_t b);
+  void make_dirty(RegionState& rs, BlockMeta& m);
+  void declare(const void* p, size_t n, bool write);
+  uint64_t acq_ts_relaxed() { return std::atomic_ref<uint64_t>(acq_ts).load(std::memory_order_relaxed); }
+  uint32_t dir_read_bytes() const { return static_cast<uint32_t>(DirEntry::read_bytes(dir_mode, n)); }
+
+  // ---- release path (release_path.cpp) ----
+  void release_block(Lane& l, RegionState& rs, BlockMeta& m, bool protected_already = false);
+  DirWord lock_entry(Lane& l, RegionState& rs, BlockMeta& m, bool& unchanged);
+  void take_master(Lane& l, RegionState& rs, BlockMeta& m, int home, bool unchanged, uint8_t* master);
+  void invalidate_sharers(Lane& l, RegionState& rs, size_t b);
+  void publish(Lane& l, RegionState& rs, size_t b, DirWord old, uint64_t wts_new, DirWord w0_new);
+  void record(RegionState& rs, BlockMeta& m, uint64_t wts_new, DirWord w0_new);
+  void stop_writers(const std::vector<BlockMeta*>& v);
+  void release_locked();
+  void release();
+  void invalidate(RegionState& rs, BlockMeta& m);
+  void drop(std::optional<LaneGuard>& lane, RegionState& rs, BlockMeta& m);
+
+  // ---- acquire (acquire.cpp); fence_mu held ----
+  void acquire_locked(uint64_t incoming_min_wts);
+  void apply_notices(std::optional<LaneGuard>& lane);
+  void apply_lease_bound(std::optional<LaneGuard>& lane, uint64_t incoming_min_wts);
+  void apply_invalidation_flags(std::optional<LaneGuard>& lane);
+  template <typename... What>
+  void acquire_wire(std::span<const uint8_t> bytes, const What&... from) {
+    uint64_t min_wts;
+    {
+      std::lock_guard<std::mutex> g(notice_mu);
+      if (!notices.merge_wire(bytes, static_cast<uint32_t>(n))) fail("dsm: malformed write notices from ", from...);
+      min_wts = notices.min_wts();
+    }
+    acquire_locked(min_wts);
+  }
+  size_t serialize_notices(uint8_t* out);
+
+  // ---- barrier (barrier.cpp) ----
+  void global_barrier();
+  void exchange_notices(Lane& l, int round, int parity, uint64_t epoch);
+
+  // ---- locks (lock.cpp) ----
+  void hand_on_lock(Lane& l, uint64_t* q, uint64_t me, int home, uint32_t slot, uint64_t tail);
+
+  // ---- atomic words (atomic_word.cpp) ----
+  uint64_t atomic_op(int home, uint32_t slot, fabric::Opcode op, uint64_t a, uint64_t b, Order o);
+  void merge_notices_into_word(Lane& l, int home, uint64_t base, uint32_t rkey);
+
+  // ---- synchronization memory addresses ----
+  uint64_t slot_addr(int to, uint32_t slot) const { return sync_base(to) + sl.slot_off + slot * sl.slot_bytes; }
+  uint32_t sync_rkey(int to) const { return sync_remote[static_cast<size_t>(to)].rkey; }
+  uint8_t* slot_local(uint32_t slot) const { return sync.bytes() + sl.slot_off + slot * sl.slot_bytes; }
+  size_t qnode_index(int tslot, int depth) const { return static_cast<size_t>(tslot) * kMaxHeld + static_cast<size_t>(depth); }
+  uint64_t qnode_addr(int to, size_t idx) const { return sync_base(to) + sl.qnode_off + idx * 16; }
+  uint64_t* qnode_local(size_t idx) const { return reinterpret_cast<uint64_t*>(sync.bytes() + sl.qnode_off + idx * 16); }
+  uint8_t* mbox_local(int round, int parity) const { return sync.bytes() + mbox_offset(round, parity); }
+  uint64_t mbox_addr(int to, int round, int parity) const { return sync_base(to) + mbox_offset(round, parity); }
+  size_t mbox_offset(int round, int parity) const { return sl.mbox_off + static_cast<size_t>(round * 2 + parity) * sl.mbox_bytes; }
+  uint64_t sync_base(int to) const { return sync_remote[static_cast<size_t>(to)].addr; }
+  size_t notice_cap_bytes() const { return notice_wire_bytes(cfg.notices); }
+};
+
+}  // namespace loom::coherence
