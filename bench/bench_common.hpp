@@ -19,7 +19,7 @@
 
 #include "bench/balanced_order.hpp"
 #include "bench/cursor.hpp"
-#include "dsm/common/env.hpp"
+#include "dsm/common/dsm_settings.hpp"
 #include "dsm/runtime/runtime.hpp"
 #include "dsm/signal/backoff.hpp"
 
@@ -74,7 +74,7 @@ inline double median(std::vector<double> v) {
 // Cache-line ping-pong between ranks 0 and 1 through a shared mapping: the floor for any
 // notification between two processes on this host.
 inline double pingpong_rtt_us(Runtime& rt, int rounds) {
-  std::string path = env::get_string("LOOM_JOB_DIR", "/tmp") + "/bench-pingpong";
+  std::string path = (settings::raw(settings::dsm::kJobDir) ? *settings::raw(settings::dsm::kJobDir) : std::string("/tmp")) + "/bench-pingpong";
   if (rt.rank() == 0) {
     int fd = open(path.c_str(), O_RDWR | O_CREAT, 0600);
     if (fd < 0 || ftruncate(fd, 4096) != 0) { std::perror("pingpong"); std::exit(1); }

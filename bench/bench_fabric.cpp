@@ -21,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "dsm/common/env.hpp"
 #include "dsm/memory/circular_allocator.hpp"
 #include "dsm/runtime/runtime.hpp"
 #include "dsm/signal/backoff.hpp"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <shared_mutex>
 
-#include "dsm/common/env.hpp"
+#include "invoke/settings.hpp"
 #include "dsm/common/log.hpp"
 #include "dsm/signal/notified_flag.hpp"
 
@@ -59,11 +59,11 @@ T decode(std::span<const std::byte> b, const char* what) {
 
 Config Config::from_env() {
   Config c;
-  c.chunk_size = env::get_size("LOOM_INVOKE_CHUNK_SIZE", c.chunk_size);
-  c.chunks_per_request = static_cast<uint32_t>(env::get_int("LOOM_INVOKE_CHUNKS", c.chunks_per_request));
-  c.max_chunks = static_cast<uint32_t>(env::get_int("LOOM_INVOKE_MAX_CHUNKS", c.max_chunks));
-  c.helpers = static_cast<uint32_t>(env::get_int("LOOM_INVOKE_HELPERS", c.helpers));
-  c.direct = env::get_int("LOOM_INVOKE_DIRECT", 1) != 0;
+  c.chunk_size = loom::settings::get_size(settings::kChunkSize);
+  c.chunks_per_request = static_cast<uint32_t>(loom::settings::get_int(settings::kChunks));
+  c.max_chunks = static_cast<uint32_t>(loom::settings::get_int(settings::kMaxChunks));
+  c.helpers = static_cast<uint32_t>(loom::settings::get_int(settings::kHelpers));
+  c.direct = loom::settings::get_bool(settings::kDirect);
   return c;
 }
 

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "coherence/space.hpp"
-#include "dsm/common/env.hpp"
 #include "dsm/signal/backoff.hpp"
 #include "tests/mp_test.hpp"
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "coherence/space.hpp"
-#include "dsm/common/env.hpp"
+#include "tests/test_settings_table.hpp"
 #include "tests/mp_test.hpp"
 
 using loom::coherence::Config;
@@ -207,8 +207,8 @@ std::string run_programs(Space& s, uint64_t first_seed, int programs) {
 }  // namespace
 
 TEST(CoherenceChecker, RandomDataRaceFreePrograms) {
-  const int programs = static_cast<int>(loom::env::get_int("LOOM_TEST_DSM_PROGRAMS", 1000));
-  uint64_t seed = static_cast<uint64_t>(loom::env::get_int("LOOM_TEST_DSM_SEED", 1));
+  const int programs = static_cast<int>(loom::settings::get_int(loom::test_settings::kDsmPrograms));
+  uint64_t seed = static_cast<uint64_t>(loom::settings::get_int(loom::test_settings::kDsmSeed));
   for (auto name : {"floating-ts", "floating-dir", "fixed-ts", "fixed-dir"}) {
     SCOPED_TRACE(name);
     Config c = Config::from_env();

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "dsm/common/env.hpp"
+#include "tests/test_settings_table.hpp"
 #include "dsm/fabric/shm/shm_provider.hpp"
 #include "dsm/signal/backoff.hpp"
 #include "dsm/signal/notified_flag.hpp"
@@ -62,7 +62,7 @@ fabric::SendWr rdma(Opcode op, const memory::RDMAMemory& local, size_t off, uint
 
 // LOOM_TEST_QP_SINGLE_THREAD=1 runs the suite on thread-domain QPs (QpCaps::single_thread);
 // tests whose threads share a QP keep thread-safe ones.
-bool single_thread_qps() { return env::get_int("LOOM_TEST_QP_SINGLE_THREAD", 0) != 0; }
+bool single_thread_qps() { return settings::get_bool(test_settings::kQpSingleThread); }
 
 fabric::QpCaps small_caps() {
   fabric::QpCaps c;

@@ -8,6 +8,7 @@
 #include "dsm/runtime/remote_memory.hpp"
 #include "dsm/signal/backoff.hpp"
 #include "tests/mp_test.hpp"
+#include "tests/test_settings_table.hpp"
 
 using namespace loom;
 using namespace loom::test;
@@ -137,8 +138,7 @@ TEST(Runtime, NamesMachinesProcessesAndThreads) {
 // Started by loomrun the bootstrap is the embedded one; by mpirun (ctest sets
 // LOOM_EXPECT_BOOTSTRAP=pmix) it is PMIx — and the whole suite passes either way.
 TEST(Runtime, BootstrapIsTheExpectedKind) {
-  const char* want = std::getenv("LOOM_EXPECT_BOOTSTRAP");
-  EXPECT_STREQ(rt().bootstrap().kind(), want != nullptr ? want : "embedded");
+  EXPECT_EQ(rt().bootstrap().kind(), settings::get_choice(test_settings::kExpectBootstrap));
   EXPECT_EQ(rt().bootstrap().size(), rt().size());
   EXPECT_EQ(rt().bootstrap().local_size(), rt().size());  // one host
   EXPECT_FALSE(rt().bootstrap().job_dir().empty());

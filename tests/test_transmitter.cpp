@@ -8,7 +8,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "dsm/common/env.hpp"
+#include "tests/test_settings_table.hpp"
 #include "dsm/memory/circular_allocator.hpp"
 #include "tests/mp_test.hpp"
 
@@ -20,7 +20,7 @@ namespace {
 // T threads post through one Transmitter; with single_thread, T is 1 and the QP is a thread
 // domain (the Transmitter then keeps its own lane and uses no locked instructions).
 void stress(int T, bool single_thread) {
-  const uint64_t total = static_cast<uint64_t>(env::get_int("LOOM_TEST_STRESS_POSTS", 1000000));
+  const uint64_t total = static_cast<uint64_t>(settings::get_int(test_settings::kStressPosts));
   const uint64_t per_thread = total / static_cast<uint64_t>(T);
   const size_t slots = 256;  // per thread, at the target
   SharedBuffers buf(static_cast<size_t>(T) * slots * 64 + 4096);
@@ -100,7 +100,7 @@ void stress(int T, bool single_thread) {
 }  // namespace
 
 TEST(Transmitter, ManyThreadsOneQueuePairNoOverflowExactRecycling) {
-  stress(static_cast<int>(env::get_int("LOOM_TEST_STRESS_THREADS", 4)), false);
+  stress(static_cast<int>(settings::get_int(test_settings::kStressThreads)), false);
 }
 
 TEST(Transmitter, SingleThreadQueuePairNoOverflowExactRecycling) { stress(1, true); }

@@ -4,14 +4,20 @@
 #include <cstdio>
 #include <mutex>
 
-#include "dsm/common/env.hpp"
+#include "dsm/common/dsm_settings.hpp"
 
 namespace loom::log {
 
 namespace {
 Level configured() {
   static const Level level = [] {
-    std::string v = env::get_string("LOOM_LOG", "warn");
+    // A malformed LOOM_LOG is refused by the Runtime's constructor; here it reads as warn.
+    std::string v;
+    try {
+      v = settings::get_choice(settings::dsm::kLog);
+    } catch (const std::exception&) {
+      v = "warn";
+    }
     if (v == "error") return Level::Error;
     if (v == "info") return Level::Info;
     if (v == "debug") return Level::Debug;

@@ -2,7 +2,6 @@
 
 #include <atomic>
 
-#include "dsm/common/env.hpp"
 #include "dsm/common/error.hpp"
 #include "dsm/common/log.hpp"
 

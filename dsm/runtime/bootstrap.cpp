@@ -10,7 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "dsm/common/env.hpp"
+#include "dsm/common/dsm_settings.hpp"
 #include "dsm/common/error.hpp"
 #include "dsm/runtime/job_dir.hpp"
 #include "dsm/signal/backoff.hpp"
@@ -34,16 +34,16 @@ size_t EmbeddedBootstrap::file_size(int n) {
 }
 
 EmbeddedBootstrap::EmbeddedBootstrap() {
-  auto rank = env::get("LOOM_RANK");
+  auto rank = settings::raw(settings::dsm::kRank);
   std::string path;
   if (rank) {
-    rank_ = static_cast<int>(env::get_int("LOOM_RANK", 0));
-    size_ = static_cast<int>(env::get_int("LOOM_SIZE", 1));
-    job_id_ = env::get_string("LOOM_JOB_ID", "");
-    job_dir_ = env::get_string("LOOM_JOB_DIR", "");
+    rank_ = static_cast<int>(settings::get_int(settings::dsm::kRank));
+    size_ = static_cast<int>(settings::get_int(settings::dsm::kSize));
+    job_id_ = settings::get_string(settings::dsm::kJobId);
+    job_dir_ = settings::get_string(settings::dsm::kJobDir);
     if (size_ < 1 || rank_ < 0 || rank_ >= size_) fail("bootstrap: LOOM_RANK=", rank_, " / LOOM_SIZE=", size_, " are inconsistent");
-    local_rank_ = static_cast<int>(env::get_int("LOOM_LOCAL_RANK", rank_));
-    local_size_ = static_cast<int>(env::get_int("LOOM_LOCAL_SIZE", size_));
+    local_rank_ = static_cast<int>(settings::get_int(settings::dsm::kLocalRank, rank_));
+    local_size_ = static_cast<int>(settings::get_int(settings::dsm::kLocalSize, size_));
     if (job_id_.empty() || job_dir_.empty()) fail("bootstrap: LOOM_JOB_ID and LOOM_JOB_DIR must be set (start with loomrun)");
     path = job_dir_ + "/boot";
     int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -133,10 +133,10 @@ std::vector<std::vector<std::byte>> EmbeddedBootstrap::allgather(std::span<const
 }
 
 std::unique_ptr<Bootstrap> make_bootstrap() {
-  std::string want = env::get_string("LOOM_BOOTSTRAP", "auto");
+  std::string want = settings::get_choice(settings::dsm::kBootstrap);
   if (want == "embedded") return std::make_unique<EmbeddedBootstrap>();
 #ifdef LOOM_HAVE_PMIX
-  if (want == "pmix" || (want == "auto" && !env::get("LOOM_RANK") && env::get("PMIX_RANK")))
+  if (want == "pmix" || (want == "auto" && !settings::raw(settings::dsm::kRank) && std::getenv("PMIX_RANK") != nullptr))
     return std::make_unique<PmixBootstrap>();
 #else
   if (want == "pmix") fail("LOOM_BOOTSTRAP=pmix, but this build has no PMIx support (libpmix-dev was missing)");

@@ -13,13 +13,13 @@
 #include <fstream>
 #include <random>
 
-#include "dsm/common/env.hpp"
+#include "dsm/common/dsm_settings.hpp"
 #include "dsm/common/log.hpp"
 #include "dsm/common/system.hpp"
 
 namespace loom::runtime {
 
-std::string shm_root() { return env::get_string("LOOM_SHM_DIR", "/dev/shm"); }
+std::string shm_root() { return settings::get_string(settings::dsm::kShmDir); }
 
 std::vector<std::string> hugetlbfs_job_dirs(const std::string& job_id) {
   std::vector<std::string> out;
@@ -103,7 +103,7 @@ int create_new_job_dir(std::string& job_id, std::string& dir) {
 
 std::vector<std::string> sweep_stale_job_dirs() {
   std::vector<std::string> removed;
-  if (!env::get_bool("LOOM_SWEEP", true)) return removed;
+  if (!settings::get_bool(settings::dsm::kSweep)) return removed;
   const std::string root = shm_root();
   DIR* d = opendir(root.c_str());
   if (d == nullptr) return removed;

@@ -4,7 +4,6 @@
 #include <cstring>
 #include <filesystem>
 
-#include "dsm/common/env.hpp"
 #include "dsm/common/error.hpp"
 #include "dsm/runtime/bootstrap.hpp"
 #include "dsm/runtime/job_dir.hpp"

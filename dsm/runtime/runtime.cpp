@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "dsm/common/env.hpp"
+#include "dsm/common/dsm_settings.hpp"
 #include "dsm/common/error.hpp"
 #include "dsm/common/log.hpp"
 #include "dsm/runtime/connect.hpp"
@@ -68,9 +68,9 @@ Runtime::Runtime(int& argc, char**& argv) {
   Runtime* expected = nullptr;
   if (!g_runtime.compare_exchange_strong(expected, this)) fail("a loom::Runtime already exists in this process");
   try {
+    settings::get_choice(settings::dsm::kLog);  // refused here: the logger cannot throw
     boot_ = runtime::make_bootstrap();
-    threads_ = static_cast<int>(env::get_int("LOOM_THREADS", 1));
-    if (threads_ < 1 || threads_ > 1024) fail("LOOM_THREADS=", threads_, " must be 1..1024");
+    threads_ = static_cast<int>(settings::get_int(settings::dsm::kThreads));
     local_rank_ = boot_->local_rank();
     local_size_ = boot_->local_size();
     log::set_host_announcer(local_rank_ == 0);
@@ -105,17 +105,17 @@ Runtime::Runtime(int& argc, char**& argv) {
     ctx.job_dir = boot_->job_dir();
     ctx.pids = pids;
     ctx.hosts = host_of;
-    provider_ = fabric::make_provider(env::get_string("LOOM_PROVIDER", "shm"), ctx);
+    provider_ = fabric::make_provider(settings::get_choice(settings::dsm::kProvider), ctx);
 
-    size_t super = env::get_size("LOOM_SUPERCHUNK_SIZE", 1ull << 30);
+    size_t super = settings::get_size(settings::dsm::kSuperchunk);
     for (int z = 0; z < std::max(1, numa_zones_hint_); ++z) {
       allocators_.push_back(std::make_unique<memory::RDMAAllocator>(*provider_, z, super));
       heaps_.push_back(std::make_unique<memory::RegisteredHeap>(*allocators_.back(),
-                                                                memory::parse_fit(env::get_string("LOOM_HEAP_FIT", "best"))));
+                                                                memory::parse_fit(settings::get_choice(settings::dsm::kHeapFit))));
     }
     runtime::Service::Config scfg;
-    scfg.recv_buffers = static_cast<uint32_t>(env::get_int("LOOM_SERVICE_BUFFERS", 32));
-    scfg.message_bytes = static_cast<uint32_t>(env::get_size("LOOM_SERVICE_MESSAGE", 4096));
+    scfg.recv_buffers = static_cast<uint32_t>(settings::get_int(settings::dsm::kServiceBuffers));
+    scfg.message_bytes = static_cast<uint32_t>(settings::get_size(settings::dsm::kServiceMessage));
     service_ = std::make_unique<runtime::Service>(*boot_, *provider_, allocator(), scfg);
     runtime::register_remote_memory_handlers(*this);
     service_->start();
@@ -153,7 +153,7 @@ void Runtime::setup_topology() {
   topology_ = topo;
   numa_zones_hint_ = std::max(1, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE));
   int cores = std::max(1, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE));
-  std::string mode = env::get_string("LOOM_PIN", "auto");
+  std::string mode = settings::get_choice(settings::dsm::kPin);
   if (mode == "on") pin_ = true;
   else if (mode == "off") pin_ = false;
   else if (mode == "auto") pin_ = local_size_ * threads_ <= cores;  // never pin an oversubscribed host

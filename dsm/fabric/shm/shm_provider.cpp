@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-#include "dsm/common/env.hpp"
+#include "dsm/common/dsm_settings.hpp"
 #include "dsm/common/error.hpp"
 #include "dsm/common/log.hpp"
 #include "dsm/common/system.hpp"
@@ -842,10 +842,10 @@ ShmProvider::ShmProvider(const ProviderContext& ctx) : ctx_(ctx), qps_(new std::
   }
   dead_.reset(new std::atomic<int>[static_cast<size_t>(ctx.size)]);
   for (int i = 0; i < ctx.size; ++i) dead_[static_cast<size_t>(i)].store(0);
-  rnr_timeout_ns_ = static_cast<uint64_t>(env::get_int("LOOM_SHM_RNR_TIMEOUT_MS", 0)) * 1000000ull;
+  rnr_timeout_ns_ = static_cast<uint64_t>(settings::get_int(settings::dsm::kShmRnrTimeout)) * 1000000ull;
 
   std::string mount = find_hugetlbfs();
-  if (!mount.empty() && env::get_bool("LOOM_HUGE_PAGES", true)) {
+  if (!mount.empty() && settings::get_bool(settings::dsm::kHugePages)) {
     huge_dir_ = mount + "/loom-" + ctx.job_id;
     if (mkdir(huge_dir_.c_str(), 0700) != 0 && errno != EEXIST) huge_dir_.clear();
   }

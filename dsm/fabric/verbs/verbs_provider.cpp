@@ -13,7 +13,7 @@
 #include <deque>
 #include <random>
 
-#include "dsm/common/env.hpp"
+#include "dsm/common/dsm_settings.hpp"
 #include "dsm/common/error.hpp"
 #include "dsm/common/log.hpp"
 
@@ -505,7 +505,7 @@ class VerbsQp : public QueuePair {
     a.min_rnr_timer = 12;
     ibv_gid pg;
     std::memcpy(pg.raw, peer_ep_.gid, 16);
-    if (!gid_zero(pg) && (peer_ep_.lid == 0 || p_.lid() == 0 || env::get_bool("LOOM_VERBS_GRH", false))) {
+    if (!gid_zero(pg) && (peer_ep_.lid == 0 || p_.lid() == 0 || settings::get_bool(settings::dsm::kVerbsGrh))) {
       // RoCE (and IB across subnets) routes by GID: the address vector carries a GRH.
       a.ah_attr.is_global = 1;
       a.ah_attr.grh.dgid = pg;
@@ -556,8 +556,8 @@ VerbsProvider::VerbsProvider(const ProviderContext& ctx) : pctx_(ctx) {
   std::string why;
   auto devices = survey(&why);
   if (devices.empty()) fail("verbs provider: ", why, "; use the shm provider on one host");
-  std::string want_dev = env::get_string("LOOM_VERBS_DEVICE", "");
-  int want_port = static_cast<int>(env::get_int("LOOM_VERBS_PORT", 0));
+  std::string want_dev = settings::get_string(settings::dsm::kVerbsDevice);
+  int want_port = static_cast<int>(settings::get_int(settings::dsm::kVerbsPort));
   const DeviceReport* dev = nullptr;
   int port = 0;
   std::string seen;
@@ -588,7 +588,7 @@ VerbsProvider::VerbsProvider(const ProviderContext& ctx) : pctx_(ctx) {
   lid_ = pa.lid;
   mtu_ = pa.active_mtu;
   // GID: LOOM_VERBS_GID_INDEX, else the first RoCE v2 GID on Ethernet, else index 0.
-  gid_index_ = static_cast<int>(env::get_int("LOOM_VERBS_GID_INDEX", -1));
+  gid_index_ = static_cast<int>(settings::get_int(settings::dsm::kVerbsGidIndex));
   if (gid_index_ < 0) {
     gid_index_ = 0;
     if (pa.link_layer == IBV_LINK_LAYER_ETHERNET) {
@@ -631,7 +631,7 @@ Chunk VerbsProvider::map_chunk(size_t size, int numa_node) {
   c.size = size;
   c.numa_node = numa_node;
   void* p = MAP_FAILED;
-  if (size % (2u << 20) == 0 && env::get_bool("LOOM_HUGE_PAGES", true))
+  if (size % (2u << 20) == 0 && settings::get_bool(settings::dsm::kHugePages))
     p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
   if (p != MAP_FAILED) {
     c.huge_pages = true;

@@ -8,14 +8,50 @@
 #include <fstream>
 #include <string>
 
-#include "dsm/common/env.hpp"
+#include "coherence/settings.hpp"
+#include "dsm/common/dsm_settings.hpp"
 #include "dsm/common/system.hpp"
 #include "dsm/fabric/fabric.hpp"
+#include "invoke/settings.hpp"
 #ifdef LOOM_HAVE_VERBS
 #include "dsm/fabric/verbs/verbs_provider.hpp"
 #endif
 
 namespace {
+
+using loom::settings::Setting;
+using loom::settings::Table;
+
+constexpr Table kTables[] = {loom::settings::dsm::kTable, loom::invoke::settings::kTable, loom::coherence::settings::kTable};
+
+// Every setting of every layer with the value in effect; a malformed value is shown with the
+// error a program would stop with. LOOM_* variables no table declares are named.
+void print_settings() {
+  std::printf("\n## settings (docs/environment.md)\n");
+  for (const Table& t : kTables) {
+    std::printf("  [%s]\n", t.layer);
+    for (const Setting* s : t.settings) {
+      auto v = loom::settings::raw(*s);
+      std::string shown = v ? *v : (*s->fallback ? s->fallback : s->type == loom::settings::Type::String ? "(unset)" : "(computed)");
+      std::string note = v ? "" : "  (default)";
+      if (v) {
+        try {
+          loom::settings::validate(*s, *v);
+        } catch (const std::exception& e) {
+          note = std::string("  INVALID: ") + e.what();
+        }
+      }
+      std::printf("  %-24s %-14s %-6s %s%s\n", s->name, shown.c_str(), loom::settings::type_name(s->type),
+                  loom::settings::accepted(*s).c_str(), note.c_str());
+    }
+  }
+  for (const auto& [k, v] : loom::settings::loom_environment()) {
+    bool known = false;
+    for (const Table& t : kTables)
+      for (const Setting* s : t.settings) known = known || k == s->name;
+    if (!known) std::printf("  %-24s %s  (set, but not a Loom setting)\n", k.c_str(), v.c_str());
+  }
+}
 
 long read_long(const std::string& path) {
   std::ifstream f(path);
@@ -105,23 +141,6 @@ int main(int argc, char** argv) {
               read_long("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"));
   std::printf("  hugetlbfs mounts: %s\n", hugetlbfs_mounts().c_str());
 
-  std::printf("\n## LOOM_* settings in effect (docs/environment.md)\n");
-  static const std::pair<const char*, const char*> known[] = {
-      {"LOOM_PROVIDER", "shm"},           {"LOOM_BOOTSTRAP", "auto"},        {"LOOM_THREADS", "1"},
-      {"LOOM_PIN", "auto"},               {"LOOM_LOG", "warn"},              {"LOOM_SHM_DIR", "/dev/shm"},
-      {"LOOM_SWEEP", "1"},
-      {"LOOM_HUGE_PAGES", "1"},           {"LOOM_SUPERCHUNK_SIZE", "1G"},    {"LOOM_HEAP_FIT", "best"},
-      {"LOOM_SERVICE_BUFFERS", "32"},     {"LOOM_SERVICE_MESSAGE", "4096"},  {"LOOM_SHM_RNR_TIMEOUT_MS", "0"},
-      {"LOOM_VERBS_DEVICE", "(first with an active port)"}, {"LOOM_VERBS_PORT", "(first active)"},
-      {"LOOM_VERBS_GID_INDEX", "(first RoCE v2 GID, else 0)"}, {"LOOM_VERBS_GRH", "0"}};
-  for (const auto& [k, d] : known) {
-    auto v = loom::env::get(k);
-    std::printf("  %-22s %s%s\n", k, v ? v->c_str() : d, v ? "" : "  (default)");
-  }
-  for (const auto& [k, v] : loom::env::all_loom_settings()) {
-    bool listed = false;
-    for (const auto& [kk, d] : known) listed = listed || k == kk;
-    if (!listed) std::printf("  %-22s %s  (set; not a Loom setting, or set by loomrun)\n", k.c_str(), v.c_str());
-  }
+  print_settings();
   return 0;
 }

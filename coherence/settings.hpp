@@ -1,0 +1,21 @@
+#pragma once
+// The coherence protocol's settings (read by coherence::Config::from_env).
+#include "dsm/common/settings.hpp"
+
+namespace loom::coherence::settings {
+
+using loom::settings::Setting;
+using T = loom::settings::Type;
+
+inline constexpr Setting kPolicy{"LOOM_DSM_POLICY", T::Choice, "floating-ts", "floating-ts|floating-dir|fixed-ts|fixed-dir",
+                                 "coherence policy (home x invalidation)"};
+inline constexpr Setting kReserve{"LOOM_DSM_RESERVE", T::Size, "16G", "2M..16384G",
+                                  "address space reserved for shared regions (a multiple of 2M)"};
+inline constexpr Setting kNotices{"LOOM_DSM_NOTICES", T::Int, "128", "4..240", "write notices a process keeps"};
+inline constexpr Setting kLease{"LOOM_DSM_LEASE", T::Int, "16", "1..1048576", "logical lease length (timestamp policies)"};
+inline constexpr Setting kSyncObjects{"LOOM_DSM_SYNC_OBJECTS", T::Int, "1024", "1..1048576", "locks and atomic words per Space"};
+
+inline constexpr const Setting* kAll[] = {&kPolicy, &kReserve, &kNotices, &kLease, &kSyncObjects};
+inline constexpr loom::settings::Table kTable{"coherence", kAll};
+
+}  // namespace loom::coherence::settings

@@ -1,0 +1,49 @@
+#pragma once
+// The substrate's settings (dsm/): launcher, bootstrap, fabric, memory, service, logging.
+// docs/environment.md documents each; `loom-info` prints them.
+#include "dsm/common/settings.hpp"
+
+namespace loom::settings::dsm {
+
+using T = Type;
+
+// Set by loomrun (a program reads them through the bootstrap).
+inline constexpr Setting kRank{"LOOM_RANK", T::Int, "0", "0..32766", "this process's rank"};
+inline constexpr Setting kSize{"LOOM_SIZE", T::Int, "1", "1..32767", "the number of processes"};
+inline constexpr Setting kLocalRank{"LOOM_LOCAL_RANK", T::Int, "", "0..32766", "rank on this host (default: LOOM_RANK)"};
+inline constexpr Setting kLocalSize{"LOOM_LOCAL_SIZE", T::Int, "", "1..32767", "processes on this host (default: LOOM_SIZE)"};
+inline constexpr Setting kJobId{"LOOM_JOB_ID", T::String, "", "", "the job's identity"};
+inline constexpr Setting kJobDir{"LOOM_JOB_DIR", T::String, "", "", "the job's shared-memory directory"};
+inline constexpr Setting kThreads{"LOOM_THREADS", T::Int, "1", "1..1024", "worker threads per process (loomrun --threads)"};
+inline constexpr Setting kProvider{"LOOM_PROVIDER", T::Choice, "shm", "shm|verbs", "fabric provider (loomrun --provider)"};
+
+// Tuning and behaviour.
+inline constexpr Setting kShmDir{"LOOM_SHM_DIR", T::String, "/dev/shm", "", "where loomrun creates job directories"};
+inline constexpr Setting kSweep{"LOOM_SWEEP", T::Bool, "1", "", "remove job directories no live process holds"};
+inline constexpr Setting kLog{"LOOM_LOG", T::Choice, "warn", "error|warn|info|debug", "log level"};
+inline constexpr Setting kPin{"LOOM_PIN", T::Choice, "auto", "on|off|auto", "pin threads to cores with hwloc"};
+inline constexpr Setting kHugePages{"LOOM_HUGE_PAGES", T::Bool, "1", "", "use a hugetlbfs mount with free pages"};
+inline constexpr Setting kSuperchunk{"LOOM_SUPERCHUNK_SIZE", T::Size, "1G", "2M..64G",
+                                     "size of each registered mapping an RDMAAllocator takes (a multiple of 2M)"};
+inline constexpr Setting kHeapFit{"LOOM_HEAP_FIT", T::Choice, "best", "first|next|best|worst",
+                                  "placement policy of the remote-allocation heap"};
+inline constexpr Setting kServiceBuffers{"LOOM_SERVICE_BUFFERS", T::Int, "32", "1..4096", "receive buffers per peer for service calls"};
+inline constexpr Setting kServiceMessage{"LOOM_SERVICE_MESSAGE", T::Size, "4096", "256..1M",
+                                         "largest service message, header (24 B) included"};
+inline constexpr Setting kShmRnrTimeout{"LOOM_SHM_RNR_TIMEOUT_MS", T::Int, "0", "0..3600000",
+                                        "how long a SEND waits for a receive; 0 = until the peer dies"};
+inline constexpr Setting kBootstrap{"LOOM_BOOTSTRAP", T::Choice, "auto", "auto|embedded|pmix", "how processes find each other"};
+inline constexpr Setting kVerbsDevice{"LOOM_VERBS_DEVICE", T::String, "", "", "RDMA device (default: the first with an active port)"};
+inline constexpr Setting kVerbsPort{"LOOM_VERBS_PORT", T::Int, "0", "0..255", "port on that device; 0 = the first active"};
+inline constexpr Setting kVerbsGidIndex{"LOOM_VERBS_GID_INDEX", T::Int, "-1", "-1..65535",
+                                        "GID table index; -1 = the first RoCE v2 GID, else 0"};
+inline constexpr Setting kVerbsGrh{"LOOM_VERBS_GRH", T::Bool, "0", "", "always send a GRH (InfiniBand across subnets)"};
+
+inline constexpr const Setting* kAll[] = {
+    &kRank,      &kSize,      &kLocalRank,  &kLocalSize,     &kJobId,         &kJobDir,        &kThreads,
+    &kProvider,  &kShmDir,    &kSweep,      &kLog,           &kPin,           &kHugePages,     &kSuperchunk,
+    &kHeapFit,   &kServiceBuffers, &kServiceMessage, &kShmRnrTimeout, &kBootstrap, &kVerbsDevice, &kVerbsPort,
+    &kVerbsGidIndex, &kVerbsGrh};
+inline constexpr Table kTable{"dsm", kAll};
+
+}  // namespace loom::settings::dsm

@@ -1,0 +1,21 @@
+#pragma once
+// Remote invocation's settings (read by invoke::Config::from_env).
+#include "dsm/common/settings.hpp"
+
+namespace loom::invoke::settings {
+
+using loom::settings::Setting;
+using T = loom::settings::Type;
+
+inline constexpr Setting kChunkSize{"LOOM_INVOKE_CHUNK_SIZE", T::Size, "256K", "4K..8M",
+                                    "bytes per Messenger chunk in the receiver (a multiple of 64)"};
+inline constexpr Setting kChunks{"LOOM_INVOKE_CHUNKS", T::Int, "2", "1..4096", "chunks a Messenger obtains per service call"};
+inline constexpr Setting kMaxChunks{"LOOM_INVOKE_MAX_CHUNKS", T::Int, "16", "2..4096", "chunks per Messenger at most"};
+inline constexpr Setting kHelpers{"LOOM_INVOKE_HELPERS", T::Int, "0", "0..64", "process-level helper threads that run calls"};
+inline constexpr Setting kDirect{"LOOM_INVOKE_DIRECT", T::Bool, "1", "",
+                                 "serialize calls straight into chunks the provider maps; 0: stage and WRITE"};
+
+inline constexpr const Setting* kAll[] = {&kChunkSize, &kChunks, &kMaxChunks, &kHelpers, &kDirect};
+inline constexpr loom::settings::Table kTable{"invoke", kAll};
+
+}  // namespace loom::invoke::settings
