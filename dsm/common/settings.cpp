@@ -33,31 +33,23 @@ bool parse_bool(const std::string& v, bool& out) {
   return false;
 }
 
-int64_t checked_int(const Setting& s, const std::string& text) {
+// Parses text with `parse` (parse_int or parse_size) and checks it against the range "lo..hi".
+template <typename V>
+V checked(const Setting& s, const std::string& text, V (*parse)(const std::string&, const std::string&), const char* kind) {
   Bounds b = split_range(s);
-  int64_t lo = parse_int(b.lo, s.name), hi = parse_int(b.hi, s.name);
-  int64_t x;
+  V lo = parse(b.lo, s.name), hi = parse(b.hi, s.name);
+  V x;
   try {
-    x = parse_int(text, s.name);
+    x = parse(text, s.name);
   } catch (const Error&) {
-    refuse(s, text, "is not an integer");
+    refuse(s, text, std::string("is not ") + kind);
   }
   if (x < lo || x > hi) refuse(s, text, "is out of range");
   return x;
 }
 
-uint64_t checked_size(const Setting& s, const std::string& text) {
-  Bounds b = split_range(s);
-  uint64_t lo = parse_size(b.lo, s.name), hi = parse_size(b.hi, s.name);
-  uint64_t x;
-  try {
-    x = parse_size(text, s.name);
-  } catch (const Error&) {
-    refuse(s, text, "is not a size");
-  }
-  if (x < lo || x > hi) refuse(s, text, "is out of range");
-  return x;
-}
+int64_t checked_int(const Setting& s, const std::string& text) { return checked<int64_t>(s, text, parse_int, "an integer"); }
+uint64_t checked_size(const Setting& s, const std::string& text) { return checked<uint64_t>(s, text, parse_size, "a size"); }
 
 bool choice_has(const Setting& s, const std::string& v) {
   std::string r = s.range;
