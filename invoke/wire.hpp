@@ -1,5 +1,5 @@
 #pragma once
-// The bytes a Messenger writes into the receiver's chunks (docs/invocation-protocol.md).
+// The bytes a Messenger writes into the receiver's chunks (docs/invocation.md, "Protocol (Messenger)").
 //
 // A chunk starts with a 128-byte header: the Producer half (written only by the sender, with
 // RDMA WRITE) and the Consumer half (written only by the receiver, locally). Records follow.

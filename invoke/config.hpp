@@ -1,0 +1,43 @@
+#pragma once
+// Destinations, notification and full-channel behaviour, and the invocation settings.
+#include <cstddef>
+#include <cstdint>
+
+namespace loom::invoke {
+
+// A destination: thread `index` (0 .. threads per process - 1) of process `rank`.
+struct Thread {
+  int rank = -1;
+  int index = 0;
+  bool operator==(const Thread&) const = default;
+};
+
+// When a Synchronizer is decremented for a call.
+enum class Notify {
+  Transmitted,  // the call has left the sender (its record was posted to the fabric)
+  Executed,     // the destination has run it (fabric FETCH_ADD on the Synchronizer's word)
+};
+
+// What a one-sided call does when the Messenger is at its chunk limit and the receiver is behind.
+enum class OnFull {
+  Fail,        // return false
+  Retry,       // block until space frees (running this thread's own incoming calls meanwhile)
+  RetryAsync,  // queue it; helper threads (or this thread's later calls) finish it, in FIFO order
+};
+
+struct Config {
+  size_t chunk_size = size_t{256} << 10;  // bytes per chunk in the receiver
+  uint32_t chunks_per_request = 2;        // chunks obtained per service call (initial and growth)
+  uint32_t max_chunks = 16;               // per Messenger
+  uint32_t helpers = 0;                   // process-level helper threads
+  uint32_t send_queue_depth = 256;
+  // Where the provider can map the receiver's chunks (shm; QueuePair::remote_pointer), calls
+  // are serialized straight into them and published with a release store of the record's
+  // tail, instead of staged and sent with RDMA WRITE. Off: every provider takes the WRITE path.
+  bool direct = true;
+  // Reads LOOM_INVOKE_CHUNK_SIZE, LOOM_INVOKE_CHUNKS, LOOM_INVOKE_MAX_CHUNKS, LOOM_INVOKE_HELPERS,
+  // LOOM_INVOKE_DIRECT.
+  static Config from_env();
+};
+
+}  // namespace loom::invoke

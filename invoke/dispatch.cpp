@@ -1,0 +1,225 @@
+// Dispatch: one frame from the wire decoded and run (docs/invocation.md, "Protocol (Messenger)"). Nothing in
+// a frame is trusted: every length, id, kind and descriptor is checked before use, and a bad
+// frame is reported (Invoker::report) and skipped, never run.
+#include <cstdio>
+#include <string>
+
+#include "invoke/inbox.hpp"
+#include "invoke/invoker.hpp"
+
+namespace loom::invoke {
+
+namespace detail {
+extern thread_local int t_caller;
+}
+
+namespace {
+constexpr size_t kMaxReadBytes = size_t{1} << 30;  // call_buffer (READ form): larger pulls are refused
+
+// The rank whose call runs, for caller_rank(); restored after (calls may nest in broadcasts).
+struct CallerScope {
+  int saved;
+  explicit CallerScope(int r) : saved(detail::t_caller) { detail::t_caller = r; }
+  ~CallerScope() { detail::t_caller = saved; }
+};
+}  // namespace
+
+// One frame being decoded: the cursor over its bytes and what has been learned so far.
+struct Inbox::Dispatch {
+  enum class Step { Run, Done };
+
+  Inbox& ib;
+  const uint8_t* frame;
+  size_t frame_len;
+  int src_rank;
+  uint32_t fid = 0;
+  uint8_t kind = 0;
+  const uint8_t* p = nullptr;
+  size_t left = 0;
+  bool has_notify = false;
+  wire::NotifyDesc nd{};
+  wire::ReturnDesc rd{};
+  memory::RDMAMemory pulled;  // the caller's buffer, READ form
+
+  Dispatch(Inbox& i, const uint8_t* f, size_t len, int src) : ib(i), frame(f), frame_len(len), src_rank(src) {
+    uint64_t w;
+    std::memcpy(&w, f, 8);
+    fid = wire::frame_fid(w);
+    kind = wire::frame_kind(w);
+    has_notify = wire::frame_notify(w);
+    p = f + wire::kFrameHeader;
+    left = len - wire::kFrameHeader;
+  }
+  ~Dispatch() { free_pulled(); }
+
+  Step bad(const std::string& why) {
+    char id[16];
+    std::snprintf(id, sizeof id, "%08x", fid);
+    ib.inv_.report("bad call from rank " + std::to_string(src_rank) + " (function id 0x" + id + "): " + why);
+    return Step::Done;
+  }
+  void free_pulled() {
+    if (pulled.addr) ib.inv_.heap().free(pulled.addr);
+    pulled = memory::RDMAMemory{};
+  }
+  template <typename D>
+  void take(D& d) {
+    std::memcpy(&d, p, sizeof d);
+  }
+
+  Step notification();
+  Step broadcast(bool nested);
+  Step decode(const Entry& e, Incoming& in);
+  Step call(size_t cap, Incoming& in);
+  Step buffer(size_t cap, Incoming& in);
+  Step written(size_t cap, Incoming& in);
+  Step read(size_t cap, Incoming& in);
+  Step ret(size_t cap, Incoming& in);
+  Step named(const Entry& e);
+  void run(bool nested);
+};
+
+Inbox::Dispatch::Step Inbox::Dispatch::notification() {
+  if (!has_notify) return Step::Run;
+  if (left < sizeof nd) return bad("truncated notification descriptor");
+  take(nd);
+  p += sizeof nd;
+  left -= sizeof nd;
+  return Step::Run;
+}
+
+// A broadcast carries a whole frame: forwarded down the tree, then run here (never nested).
+Inbox::Dispatch::Step Inbox::Dispatch::broadcast(bool nested) {
+  wire::BroadcastDesc bd;
+  if (nested) return bad("broadcast inside a broadcast");
+  if (left < sizeof bd + wire::kFrameHeader) return bad("truncated broadcast");
+  take(bd);
+  if (bd.root >= static_cast<uint32_t>(ib.inv_.total_threads())) return bad("broadcast root out of range");
+  const uint8_t* inner = p + sizeof bd;
+  const size_t inner_len = left - sizeof bd;
+  uint64_t iw;
+  std::memcpy(&iw, inner, 8);
+  if (wire::frame_len(iw) != inner_len) return bad("broadcast frame length mismatch");
+  ib.forward_broadcast(frame, frame_len, bd.root);
+  Dispatch(ib, inner, inner_len, src_rank).run(true);
+  return Step::Done;
+}
+
+Inbox::Dispatch::Step Inbox::Dispatch::call(size_t cap, Incoming& in) {
+  if (left != cap) return bad("call of " + std::to_string(left) + " bytes, expected " + std::to_string(cap));
+  in.captures = p;
+  return Step::Run;
+}
+
+// call_buffer, buffer carried in the frame after the captures.
+Inbox::Dispatch::Step Inbox::Dispatch::buffer(size_t cap, Incoming& in) {
+  wire::BufferDesc d;
+  if (left < sizeof d + cap) return bad("truncated call_buffer");
+  take(d);
+  if (d.len > left || wire::pad8(d.len) != left - sizeof d - cap)
+    return bad("call_buffer claims " + std::to_string(d.len) + " bytes; the call carries " + std::to_string(left - sizeof d - cap));
+  in.captures = p + sizeof d;
+  in.buffer = std::span(reinterpret_cast<std::byte*>(const_cast<uint8_t*>(p + sizeof d + cap)), d.len);
+  return Step::Run;
+}
+
+// call_buffer, buffer already written by the caller into registered memory here.
+Inbox::Dispatch::Step Inbox::Dispatch::written(size_t cap, Incoming& in) {
+  wire::WrittenDesc d;
+  if (left != sizeof d + cap) return bad("malformed call_buffer (written form)");
+  take(d);
+  if (!ib.inv_.runtime().is_registered(reinterpret_cast<void*>(d.addr), d.len))
+    return bad("call_buffer destination is not registered memory of this process");
+  in.captures = p + sizeof d;
+  in.buffer = std::span(reinterpret_cast<std::byte*>(d.addr), d.len);
+  return Step::Run;
+}
+
+// call_buffer, buffer pulled here with one READ of the caller's registered memory.
+Inbox::Dispatch::Step Inbox::Dispatch::read(size_t cap, Incoming& in) {
+  wire::ReadDesc d;
+  if (left != sizeof d + cap) return bad("malformed call_buffer (read form)");
+  take(d);
+  if (d.len == 0 || d.len > kMaxReadBytes) return bad("call_buffer (read form) of " + std::to_string(d.len) + " bytes");
+  in.captures = p + sizeof d;
+  pulled = ib.inv_.heap().allocate(d.len);
+  auto& tx = ib.inv_.tx(src_rank);
+  const uint64_t errors = tx.errors();
+  fabric::SendWr wr;
+  wr.opcode = fabric::Opcode::Read;
+  wr.local = fabric::Sge{pulled.address(), static_cast<uint32_t>(d.len), pulled.lkey};
+  wr.remote_addr = d.addr;
+  wr.rkey = d.rkey;
+  signal::Posted r = tx.post(wr, true);
+  if (!r.ok()) return bad(std::string("posting the READ failed: ") + fabric::to_string(r.result));
+  tx.wait(r.tag);
+  if (tx.errors() != errors) return bad(std::string("the READ of the caller's buffer failed: ") + fabric::to_string(tx.last_error()));
+  in.buffer = std::span(static_cast<std::byte*>(pulled.addr), d.len);
+  return Step::Run;
+}
+
+Inbox::Dispatch::Step Inbox::Dispatch::ret(size_t cap, Incoming& in) {
+  if (left != sizeof rd + cap) return bad("malformed call_return");
+  take(rd);
+  in.ret = &rd;
+  in.captures = p + sizeof rd;
+  return Step::Run;
+}
+
+// A named call (registered by name with a byte payload) runs here; it has no captures.
+Inbox::Dispatch::Step Inbox::Dispatch::named(const Entry& e) {
+  wire::NamedDesc d;
+  if (left < sizeof d) return bad("truncated named call");
+  take(d);
+  if (d.len > left || wire::pad8(d.len) != left - sizeof d) return bad("named call length mismatch");
+  detail::t_caller = src_rank;
+  e.named(src_rank, std::span(reinterpret_cast<const std::byte*>(p + sizeof d), d.len));
+  if (has_notify) ib.notify(nd);
+  return Step::Done;
+}
+
+// The kind's descriptor, checked against the function's registration.
+Inbox::Dispatch::Step Inbox::Dispatch::decode(const Entry& e, Incoming& in) {
+  const size_t cap = wire::pad8(e.capture_size);
+  in.src_rank = src_rank;
+  in.inbox = &ib;
+  in.capture_len = e.capture_size;
+  switch (static_cast<wire::Kind>(kind)) {
+    case wire::Kind::Call: return call(cap, in);
+    case wire::Kind::Buffer: return buffer(cap, in);
+    case wire::Kind::Written: return written(cap, in);
+    case wire::Kind::Read: return read(cap, in);
+    case wire::Kind::Return: return ret(cap, in);
+    case wire::Kind::Named: return named(e);
+    default: return bad("unknown call kind");
+  }
+}
+
+void Inbox::Dispatch::run(bool nested) {
+  if (notification() == Step::Done) return;
+  if (kind == static_cast<uint8_t>(wire::Kind::Broadcast)) {
+    broadcast(nested);
+    return;
+  }
+  const Entry* e = nullptr;
+  if (kind == 0 || kind > wire::kMaxKind) return (void)bad("unknown call kind " + std::to_string(kind));
+  if (!ib.lookup(fid, &e)) return (void)bad("unknown function id (not registered in this program)");
+  if (static_cast<uint8_t>(e->kind) != kind)
+    return (void)bad("function '" + e->name + "' is registered for call kind " + std::to_string(static_cast<int>(e->kind)) +
+                     ", the call is kind " + std::to_string(kind));
+  Incoming in;
+  try {
+    if (decode(*e, in) == Step::Done) return;
+    CallerScope caller(src_rank);
+    e->fn(in);
+  } catch (const Error& err) {
+    bad(err.what());
+    return;
+  }
+  free_pulled();
+  if (has_notify) ib.notify(nd);
+}
+
+void Inbox::run_frame(const uint8_t* f, size_t len, int src_rank, bool nested) { Dispatch(*this, f, len, src_rank).run(nested); }
+
+}  // namespace loom::invoke

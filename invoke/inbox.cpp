@@ -1,0 +1,258 @@
+// The Inbox: announced channels, polling them in order, records, the function cache,
+// notifications and results written back.
+#include "invoke/inbox.hpp"
+
+#include <algorithm>
+
+#include "dsm/signal/notified_flag.hpp"
+#include "invoke/invoker.hpp"
+
+namespace loom::invoke {
+
+Inbox::Inbox(Invoker& inv, int index) : inv_(inv), index_(index) {
+  scratch_ = inv_.heap().allocate(64);
+  return_staging_.resize(static_cast<size_t>(inv_.runtime().size()));
+}
+
+Inbox::~Inbox() {
+  auto& heap = inv_.heap();
+  Announcement a;
+  while (announced_.try_pop(a))
+    for (auto& c : a.chunks) heap.free(c.addr);
+  for (auto& ch : channels_) {
+    for (auto& c : ch->ring) heap.free(c.addr);
+    for (auto& c : ch->pending) heap.free(c.addr);
+  }
+  heap.free(scratch_.addr);
+}
+
+void Inbox::announce(Announcement a) {
+  announced_.push(std::move(a));
+  announced_n_.fetch_add(1, std::memory_order_release);
+}
+
+void Inbox::deliver_send(int src_rank, std::vector<std::byte> frame) {
+  sends_.push(std::make_pair(src_rank, std::move(frame)));
+  sends_n_.fetch_add(1, std::memory_order_release);
+}
+
+void Inbox::take_announcements() {
+  Announcement a;
+  while (announced_.try_pop(a)) {
+    ++announced_seen_;
+    if (a.first) {
+      auto ch = std::make_unique<Channel>();
+      ch->src_rank = static_cast<int>(a.sender >> 32);
+      ch->sender = a.sender;
+      ch->control_addr = a.control_addr;
+      ch->control_rkey = a.control_rkey;
+      ch->chunk_size = a.chunk_size;
+      ch->ring = std::move(a.chunks);
+      by_sender_[a.sender] = ch.get();
+      channels_.push_back(std::move(ch));
+      continue;
+    }
+    auto it = by_sender_.find(a.sender);
+    if (it == by_sender_.end()) {
+      inv_.report("chunks announced for an unknown sender " + std::to_string(a.sender >> 32) + "/" +
+                  std::to_string(a.sender & 0xffffffffu));
+      for (auto& c : a.chunks) inv_.heap().free(c.addr);
+      continue;
+    }
+    for (auto& c : a.chunks) it->second->pending.push_back(c);
+  }
+}
+
+int Inbox::poll(int budget) {
+  if (busy_.test_and_set(std::memory_order_acquire)) return 0;
+  struct Release {
+    std::atomic_flag& f;
+    ~Release() { f.clear(std::memory_order_release); }
+  } release{busy_};
+  int n = 0;
+  if (announced_n_.load(std::memory_order_acquire) != announced_seen_) take_announcements();
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    Channel& c = *channels_[i];
+    if (!c.broken) n += poll_channel(c, budget);
+  }
+  if (sends_n_.load(std::memory_order_acquire) != sends_seen_) {
+    std::pair<int, std::vector<std::byte>> s;
+    while (n < budget && sends_.try_pop(s)) {
+      ++sends_seen_;
+      const auto* f = reinterpret_cast<const uint8_t*>(s.second.data());
+      uint64_t w;
+      std::memcpy(&w, f, 8);
+      if (wire::frame_len(w) != s.second.size()) {
+        inv_.report("malformed send-based call from rank " + std::to_string(s.first) + ": frame length " +
+                    std::to_string(wire::frame_len(w)) + " != message length " + std::to_string(s.second.size()));
+        continue;
+      }
+      run_frame(f, s.second.size(), s.first, false);
+      ++n;
+    }
+  }
+  return n;
+}
+
+int Inbox::poll_channel(Channel& c, int budget) {
+  int n = 0;
+  while (n < budget) {
+    uint8_t* base = c.ring[c.cur].bytes();
+    if (c.pos + wire::kRecordOverhead <= c.chunk_size) {
+      uint64_t w = wire::load_word(base + c.pos);
+      if (wire::record_stamp_matches(w, c.g)) {
+        size_t len = wire::record_len(w);
+        if (len < wire::kRecordOverhead || len > c.chunk_size - c.pos) {
+          c.broken = true;
+          inv_.report("channel from rank " + std::to_string(c.src_rank) + " is corrupt: record of " +
+                      std::to_string(len) + " bytes at offset " + std::to_string(c.pos) + "; channel closed");
+          return n;
+        }
+        // The tail is placed last: until it shows the record word the record is incomplete.
+        if (wire::load_word(base + c.pos + len - 8) != w) return n;
+        run_record(c, base + c.pos, len);
+        c.pos += len;
+        c.g += len;
+        ++n;
+        continue;
+      }
+    }
+    uint64_t r = wire::load_word(base + wire::kProducerOffset);
+    if (wire::rotation_offset(r) != c.g) return n;
+    uint32_t k = wire::rotation_inserted(r);
+    if (k > 0) {
+      if (c.pending.size() < k) take_announcements();
+      if (c.pending.size() < k) return n;  // announced before the marker was written; not seen yet
+      auto at = c.ring.begin() + static_cast<std::ptrdiff_t>(c.cur + 1);
+      c.ring.insert(at, c.pending.begin(), c.pending.begin() + k);
+      c.pending.erase(c.pending.begin(), c.pending.begin() + k);
+    }
+    // Fully consumed: record it in the Consumer header and push it to the sender.
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(base + wire::kConsumerOffset))
+        .store(c.g, std::memory_order_relaxed);
+    uint64_t consumed = c.g;
+    fabric::SendWr wr;
+    wr.opcode = fabric::Opcode::Write;
+    wr.inline_data = true;
+    wr.local = fabric::Sge{reinterpret_cast<uint64_t>(&consumed), 8, 0};
+    wr.remote_addr = c.control_addr;
+    wr.rkey = c.control_rkey;
+    signal::Posted p = inv_.tx(c.src_rank).post(wr);
+    if (!p.ok()) inv_.report(std::string("pushing the consumed offset failed: ") + fabric::to_string(p.result));
+    c.cur = (c.cur + 1) % c.ring.size();
+    c.pos = wire::kChunkHeader;
+  }
+  return n;
+}
+
+void Inbox::run_record(Channel& c, const uint8_t* rec, size_t len) {
+  const uint8_t* p = rec + 8;
+  const uint8_t* end = rec + len - 8;
+  while (p < end) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    size_t flen = wire::frame_len(w);
+    if (flen < wire::kFrameHeader || flen > static_cast<size_t>(end - p)) {
+      inv_.report("malformed call from rank " + std::to_string(c.src_rank) + ": frame of " + std::to_string(flen) +
+                  " bytes in a record with " + std::to_string(end - p) + " bytes left; rest of the record skipped");
+      return;
+    }
+    if (w != wire::pad_frame_word()) run_frame(p, flen, c.src_rank, false);
+    p += flen;
+  }
+}
+
+bool Inbox::lookup(uint32_t id, const Entry** e) {
+  // Calls come in runs of one function (a loop at the sender): remember the last one.
+  if (id == last_id_ && last_entry_ != nullptr) {
+    *e = last_entry_;
+    return true;
+  }
+  auto it = cache_.find(id);
+  if (it == cache_.end()) {
+    Entry found;
+    if (!Registry::instance().lookup(id, &found)) return false;
+    it = cache_.emplace(id, std::move(found)).first;
+  }
+  *e = &it->second;  // unordered_map nodes do not move
+  last_id_ = id;
+  last_entry_ = *e;
+  return true;
+}
+
+void Inbox::notify(const wire::NotifyDesc& d) {
+  if (d.rank >= static_cast<uint32_t>(inv_.runtime().size())) {
+    inv_.report("notification for rank " + std::to_string(d.rank) + ", which does not exist");
+    return;
+  }
+  fabric::SendWr wr;
+  wr.opcode = fabric::Opcode::FetchAdd;
+  wr.local = fabric::Sge{scratch_.address(), 8, scratch_.lkey};
+  wr.remote_addr = d.addr;
+  wr.rkey = d.rkey;
+  wr.compare_add = ~uint64_t{0};  // -1
+  signal::Posted p = inv_.tx(static_cast<int>(d.rank)).post(wr);
+  if (!p.ok()) inv_.report(std::string("Synchronizer notification failed: ") + fabric::to_string(p.result));
+}
+
+void Inbox::write_return(int src_rank, const wire::ReturnDesc& d, const void* value, size_t size) {
+  if (d.size != size)
+    fail("call_return: the caller's slot holds ", d.size, " bytes but the function returns ", size);
+  size_t total = signal::NotifiedLayout::bytes(size);
+  fabric::SendWr wr;
+  wr.opcode = fabric::Opcode::Write;
+  wr.remote_addr = d.addr;
+  wr.rkey = d.rkey;
+  auto& tx = inv_.tx(src_rank);
+  if (inv_.config().direct) {
+    if (uint8_t* p = tx.qp().remote_pointer(d.addr, d.rkey, total, fabric::kRemoteWrite)) {
+      // The caller's slot is mapped here: the value, then the stamp with release.
+      std::memcpy(p, value, size);
+      std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p + signal::NotifiedLayout::flag_offset(size)))
+          .store(d.stamp, std::memory_order_release);
+      return;
+    }
+  }
+  if (total <= Invoker::kInlineLimit) {
+    uint8_t buf[Invoker::kInlineLimit] = {};
+    signal::stage_notified(buf, size, value, size, d.stamp);
+    wr.inline_data = true;
+    wr.local = fabric::Sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(total), 0};
+    signal::Posted p = tx.post(wr);
+    if (!p.ok()) fail("call_return: writing the result failed: ", fabric::to_string(p.result));
+    return;
+  }
+  auto& st = return_staging_.at(static_cast<size_t>(src_rank));
+  if (!st) st = std::make_unique<memory::LinearCircularAllocator>(inv_.runtime().allocator(), size_t{1} << 20, 1, 64);
+  auto seg = st->allocate(total, 64);
+  if (!seg) {
+    tx.flush();
+    seg = st->allocate(total, 64);
+    if (!seg) fail("call_return: a result of ", size, " bytes does not fit the staging memory");
+  }
+  std::memset(seg->mem.addr, 0, total);
+  signal::stage_notified(seg->mem.bytes(), size, value, size, d.stamp);
+  wr.local = fabric::Sge{seg->mem.address(), static_cast<uint32_t>(total), seg->mem.lkey};
+  signal::Posted p = tx.post(wr);
+  if (!p.ok()) fail("call_return: writing the result failed: ", fabric::to_string(p.result));
+  st->tag(*seg, tx, p.tag);
+}
+
+void Inbox::forward_broadcast(const uint8_t* f, size_t len, uint32_t root) {
+  // A 4-ary tree over the global thread ids, rooted at the caller: each thread reached once.
+  const int total = inv_.total_threads();
+  const int me = inv_.gid(Thread{inv_.runtime().rank(), index_});
+  const int rel = (me - static_cast<int>(root) + total) % total;
+  for (int k = 1; k <= 4; ++k) {
+    long child = static_cast<long>(rel) * 4 + k;
+    if (child >= total) break;
+    Thread dest = inv_.thread_of(static_cast<int>((child + root) % static_cast<uint32_t>(total)));
+    // Forwarding never blocks a handler: a full ring queues the copy (still FIFO).
+    FrameSpec copy;
+    copy.raw = f;
+    copy.raw_len = len;
+    inv_.messengers().to(dest).call(copy, OnFull::RetryAsync);
+  }
+}
+
+}  // namespace loom::invoke

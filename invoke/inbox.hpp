@@ -1,0 +1,91 @@
+#pragma once
+// The receiving side of remote invocation: one Inbox per destination thread holds its channels
+// (the chunks senders announced), the calls that arrived by SEND, and the decoders that run
+// frames. inbox.cpp: channels and polling; dispatch.cpp: one decoder per wire kind.
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <tbb/concurrent_queue.h>
+
+#include "dsm/memory/circular_allocator.hpp"
+#include "invoke/registry.hpp"
+#include "invoke/wire.hpp"
+
+namespace loom::invoke {
+class Invoker;
+}
+
+namespace loom::invoke {
+
+// The receiving side of one destination thread: its channels, announced chunks, and calls that
+// arrived by SEND. Polled by the thread itself or by a helper; never by two at once.
+class Inbox {
+ public:
+  Inbox(Invoker& inv, int index);
+  ~Inbox();
+  // Runs the calls that arrived; returns how many ran. 0 if another thread is polling.
+  int poll(int budget = 256);
+
+  struct Announcement {
+    uint64_t sender = 0;  // rank << 32 | serial
+    uint64_t control_addr = 0;
+    uint32_t control_rkey = 0;
+    bool first = false;
+    size_t chunk_size = 0;
+    std::vector<memory::RDMAMemory> chunks;
+  };
+  void announce(Announcement a);
+  void deliver_send(int src_rank, std::vector<std::byte> frame);
+  int index() const { return index_; }
+  // Internal (call_return): writes a result back to the caller.
+  void write_return(int src_rank, const wire::ReturnDesc& d, const void* value, size_t size);
+
+ private:
+  struct Channel {
+    int src_rank;
+    uint64_t sender;
+    uint64_t control_addr;
+    uint32_t control_rkey;
+    size_t chunk_size;
+    std::vector<memory::RDMAMemory> ring;
+    std::deque<memory::RDMAMemory> pending;  // announced growth chunks, in allocation order
+    size_t cur = 0;
+    size_t pos = wire::kChunkHeader;
+    uint64_t g = wire::kChunkHeader;
+    bool broken = false;
+  };
+  void take_announcements();
+  int poll_channel(Channel& c, int budget);
+  void run_record(Channel& c, const uint8_t* rec, size_t len);
+  struct Dispatch;  // dispatch.cpp: one decoder per wire kind
+  friend struct Dispatch;
+  void run_frame(const uint8_t* f, size_t len, int src_rank, bool nested);
+  bool lookup(uint32_t id, const Entry** e);
+  void notify(const wire::NotifyDesc& d);
+  void forward_broadcast(const uint8_t* f, size_t len, uint32_t root);
+
+  Invoker& inv_;
+  int index_;
+  std::atomic_flag busy_ = ATOMIC_FLAG_INIT;
+  std::vector<std::unique_ptr<Channel>> channels_;
+  std::unordered_map<uint64_t, Channel*> by_sender_;
+  tbb::concurrent_queue<Announcement> announced_;
+  std::atomic<uint64_t> announced_n_{0};
+  uint64_t announced_seen_ = 0;
+  tbb::concurrent_queue<std::pair<int, std::vector<std::byte>>> sends_;
+  std::atomic<uint64_t> sends_n_{0};
+  uint64_t sends_seen_ = 0;
+  memory::RDMAMemory scratch_;  // landing word for notification FETCH_ADDs
+  std::unordered_map<uint32_t, Entry> cache_;
+  uint32_t last_id_ = 0;
+  const Entry* last_entry_ = nullptr;
+  std::vector<std::unique_ptr<memory::LinearCircularAllocator>> return_staging_;  // per rank
+  friend class Invoker;
+};
+
+}  // namespace loom::invoke

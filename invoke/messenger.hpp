@@ -1,0 +1,148 @@
+#pragma once
+// The sending side of remote invocation (seed 000 §4.4.1): a Messenger is one channel from a
+// sender thread to a destination thread, writing records into chunks the sender controls in
+// the receiver's memory; a MessengerGlobal holds one sender thread's Messengers.
+// messenger.cpp: the ring and records; messenger_async.cpp: the RetryAsync queue.
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "dsm/memory/circular_allocator.hpp"
+#include "dsm/signal/transmitter.hpp"
+#include "invoke/config.hpp"
+#include "invoke/frame_spec.hpp"
+#include "invoke/synchronizer.hpp"
+
+namespace loom::invoke {
+class Invoker;
+}
+
+namespace loom::invoke {
+
+// The sending side of one channel: this thread to one destination thread (seed 000 §4.4.1).
+// Owned by one sender thread; helper threads touch it only to finish RetryAsync calls, under
+// its lock and only while the owner is not blocked in it.
+class Messenger {
+ public:
+  Messenger(Invoker& inv, Thread dest, uint64_t serial);
+  ~Messenger();
+  Messenger(const Messenger&) = delete;
+  Messenger& operator=(const Messenger&) = delete;
+
+  Thread dest() const { return dest_; }
+  // Writes one frame. flush_at = 0 sends it at once (write mode); otherwise frames accumulate in
+  // one record until it holds flush_at bytes (trad aggregation) or flush() is called.
+  bool call(const FrameSpec& f, OnFull on_full, size_t flush_at = 0, Synchronizer* transmitted = nullptr) {
+    // The aggregating fast path: one more frame into the open record.
+    if (open_ && transmitted == nullptr && !blocked_ && !async_pending_.load(std::memory_order_acquire)) {
+      size_t n = f.bytes();
+      if (used_ + n + 8 <= cap_) {
+        f.fill(rec_ + used_, n);
+        used_ += n;
+        if (used_ + 8 >= flush_at) flush();
+        return true;
+      }
+    }
+    return call_slow(f, on_full, flush_at, transmitted);
+  }
+  // Sends the open record, if any.
+  void flush();
+  bool has_open_record() const { return open_; }
+  // A frame prepared elsewhere as a whole record (head, frame, tail) in registered memory:
+  // sent in place (head and tail stamped now) if there is room; false otherwise.
+  bool send_record(const memory::RDMAMemory& rec, size_t len);
+  // Finishes queued RetryAsync calls as far as space allows; returns true if none remain.
+  bool drain_async();
+  bool async_pending() const { return async_pending_.load(std::memory_order_acquire); }
+  // Frees retired records whose writes completed.
+  void reclaim();
+
+  size_t chunks() const { return ring_.size(); }
+  size_t max_frame() const;
+  uint64_t records() const { return records_; }
+  uint64_t growths() const { return growths_; }
+  uint64_t consumed() const;
+  uint64_t offset() const { return g_; }
+
+ private:
+  struct Slot {
+    uint64_t addr;
+    uint32_t rkey;
+    uint64_t closed_at;  // global offset at which this chunk was last closed (0: never)
+    uint8_t* direct;     // the chunk mapped here (Config::direct), or nullptr: RDMA WRITE
+  };
+  bool call_slow(const FrameSpec& f, OnFull on_full, size_t flush_at, Synchronizer* transmitted);
+  void setup();
+  bool chunk_free(size_t j) const { return ring_[j].closed_at <= consumed(); }
+  std::vector<Slot> allocate_chunks(uint32_t count, bool first);
+  uint8_t* reserve(size_t n, size_t flush_at);
+  bool open_record(size_t n, size_t flush_at);
+  bool rotate(size_t need);
+  // Writes len bytes at `offset` of the current chunk, the last 8 last: in place where the
+  // chunk is mapped here, else by one RDMA WRITE — from `src` (registered, sets *tag) or inline
+  // when src is null (small control words).
+  void place(size_t offset, const uint8_t* bytes, size_t len, const memory::RDMAMemory* src, uint64_t* tag = nullptr);
+  bool enqueue_async(const FrameSpec& f, size_t n, Synchronizer* transmitted);
+
+  Invoker& inv_;
+  Thread dest_;
+  uint64_t serial_;
+  signal::Transmitter& tx_;
+  size_t chunk_size_;
+  std::vector<Slot> ring_;
+  size_t cur_ = 0;
+  size_t pos_ = 0;
+  uint64_t g_ = wire::kChunkHeader;  // global offset of the next record (never 0: 0 means "never closed")
+  memory::RDMAMemory control_;      // the receiver pushes its consumed offset here
+  memory::LinearCircularAllocator staging_;
+
+  // The open record: frames are serialized directly into it — in the receiver's chunk when it
+  // is mapped here, else in registered staging memory that one WRITE sends.
+  bool open_ = false;
+  uint8_t* rec_ = nullptr;
+  memory::LinearCircularAllocator::Segment seg_;
+  size_t used_ = 0;
+  size_t cap_ = 0;
+  size_t min_record_ = 0;
+  std::vector<Synchronizer*> batch_syncs_;
+
+  // RetryAsync queue (records in registered memory, stamped when sent).
+  struct Queued {
+    memory::RDMAMemory rec;
+    size_t len;
+    Synchronizer* transmitted;
+  };
+  std::mutex mu_;
+  std::deque<Queued> async_;
+  std::atomic<bool> async_pending_{false};
+  bool blocked_ = false;  // owner is inside a Retry wait (helpers keep off)
+  std::deque<std::pair<uint64_t, memory::RDMAMemory>> retired_;
+
+  uint64_t records_ = 0;
+  uint64_t growths_ = 0;
+  friend class Invoker;
+};
+
+// One sender thread's Messengers, created on first use of each destination (seed 000's
+// RDMAMessengerGlobal).
+class MessengerGlobal {
+ public:
+  explicit MessengerGlobal(Invoker& inv) : inv_(inv) {}
+  inline Messenger& to(Thread dest);
+  void flush();
+  bool drain_async();
+  // No open record and nothing queued: everything this thread called has been handed to the fabric.
+  bool quiet() const;
+  std::vector<std::unique_ptr<Messenger>>& all() { return messengers_; }
+
+ private:
+  Invoker& inv_;
+  Messenger& create(Thread dest);
+  std::vector<std::unique_ptr<Messenger>> messengers_;  // by global thread id
+};
+
+}  // namespace loom::invoke
