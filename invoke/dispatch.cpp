@@ -52,7 +52,7 @@ struct Inbox::Dispatch {
   }
   ~Dispatch() { free_pulled(); }
 
-  Step bad(const std::string& why) {
+  [[gnu::noinline, gnu::cold]] Step bad(const std::string& why) {
     char id[16];
     std::snprintf(id, sizeof id, "%08x", fid);
     ib.inv_.report("bad call from rank " + std::to_string(src_rank) + " (function id 0x" + id + "): " + why);
@@ -67,19 +67,19 @@ struct Inbox::Dispatch {
     std::memcpy(&d, p, sizeof d);
   }
 
-  Step notification();
-  Step broadcast(bool nested);
-  Step decode(const Entry& e, Incoming& in);
-  Step call(size_t cap, Incoming& in);
-  Step buffer(size_t cap, Incoming& in);
-  Step written(size_t cap, Incoming& in);
-  Step read(size_t cap, Incoming& in);
-  Step ret(size_t cap, Incoming& in);
-  Step named(const Entry& e);
-  void run(bool nested);
+  [[gnu::always_inline]] Step notification();
+  [[gnu::noinline]] Step broadcast(bool nested);
+  [[gnu::always_inline]] Step decode(const Entry& e, Incoming& in);
+  [[gnu::always_inline]] Step call(size_t cap, Incoming& in);
+  [[gnu::noinline]] Step buffer(size_t cap, Incoming& in);
+  [[gnu::noinline]] Step written(size_t cap, Incoming& in);
+  [[gnu::noinline]] Step read(size_t cap, Incoming& in);
+  [[gnu::always_inline]] Step ret(size_t cap, Incoming& in);
+  [[gnu::noinline]] Step named(const Entry& e);
+  [[gnu::always_inline]] void run(bool nested);
 };
 
-Inbox::Dispatch::Step Inbox::Dispatch::notification() {
+inline Inbox::Dispatch::Step Inbox::Dispatch::notification() {
   if (!has_notify) return Step::Run;
   if (left < sizeof nd) return bad("truncated notification descriptor");
   take(nd);
@@ -105,7 +105,7 @@ Inbox::Dispatch::Step Inbox::Dispatch::broadcast(bool nested) {
   return Step::Done;
 }
 
-Inbox::Dispatch::Step Inbox::Dispatch::call(size_t cap, Incoming& in) {
+inline Inbox::Dispatch::Step Inbox::Dispatch::call(size_t cap, Incoming& in) {
   if (left != cap) return bad("call of " + std::to_string(left) + " bytes, expected " + std::to_string(cap));
   in.captures = p;
   return Step::Run;
@@ -158,7 +158,7 @@ Inbox::Dispatch::Step Inbox::Dispatch::read(size_t cap, Incoming& in) {
   return Step::Run;
 }
 
-Inbox::Dispatch::Step Inbox::Dispatch::ret(size_t cap, Incoming& in) {
+inline Inbox::Dispatch::Step Inbox::Dispatch::ret(size_t cap, Incoming& in) {
   if (left != sizeof rd + cap) return bad("malformed call_return");
   take(rd);
   in.ret = &rd;
@@ -179,7 +179,7 @@ Inbox::Dispatch::Step Inbox::Dispatch::named(const Entry& e) {
 }
 
 // The kind's descriptor, checked against the function's registration.
-Inbox::Dispatch::Step Inbox::Dispatch::decode(const Entry& e, Incoming& in) {
+inline Inbox::Dispatch::Step Inbox::Dispatch::decode(const Entry& e, Incoming& in) {
   const size_t cap = wire::pad8(e.capture_size);
   in.src_rank = src_rank;
   in.inbox = &ib;
@@ -195,7 +195,7 @@ Inbox::Dispatch::Step Inbox::Dispatch::decode(const Entry& e, Incoming& in) {
   }
 }
 
-void Inbox::Dispatch::run(bool nested) {
+inline void Inbox::Dispatch::run(bool nested) {
   if (notification() == Step::Done) return;
   if (kind == static_cast<uint8_t>(wire::Kind::Broadcast)) {
     broadcast(nested);
@@ -221,5 +221,42 @@ void Inbox::Dispatch::run(bool nested) {
 }
 
 void Inbox::run_frame(const uint8_t* f, size_t len, int src_rank, bool nested) { Dispatch(*this, f, len, src_rank).run(nested); }
+
+// A record's frames, in order; pad frames skipped. The per-frame path (this loop, the function
+// cache, the Call decoder) is one translation unit: a trad record carries many small calls.
+void Inbox::run_record(Channel& c, const uint8_t* rec, size_t len) {
+  const uint8_t* p = rec + 8;
+  const uint8_t* end = rec + len - 8;
+  while (p < end) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    size_t flen = wire::frame_len(w);
+    if (flen < wire::kFrameHeader || flen > static_cast<size_t>(end - p)) {
+      inv_.report("malformed call from rank " + std::to_string(c.src_rank) + ": frame of " + std::to_string(flen) +
+                  " bytes in a record with " + std::to_string(end - p) + " bytes left; rest of the record skipped");
+      return;
+    }
+    if (w != wire::pad_frame_word()) run_frame(p, flen, c.src_rank, false);
+    p += flen;
+  }
+}
+
+bool Inbox::lookup(uint32_t id, const Entry** e) {
+  // Calls come in runs of one function (a loop at the sender): remember the last one.
+  if (id == last_id_ && last_entry_ != nullptr) {
+    *e = last_entry_;
+    return true;
+  }
+  auto it = cache_.find(id);
+  if (it == cache_.end()) {
+    Entry found;
+    if (!Registry::instance().lookup(id, &found)) return false;
+    it = cache_.emplace(id, std::move(found)).first;
+  }
+  *e = &it->second;  // unordered_map nodes do not move
+  last_id_ = id;
+  last_entry_ = *e;
+  return true;
+}
 
 }  // namespace loom::invoke

@@ -145,41 +145,6 @@ int Inbox::poll_channel(Channel& c, int budget) {
   return n;
 }
 
-void Inbox::run_record(Channel& c, const uint8_t* rec, size_t len) {
-  const uint8_t* p = rec + 8;
-  const uint8_t* end = rec + len - 8;
-  while (p < end) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    size_t flen = wire::frame_len(w);
-    if (flen < wire::kFrameHeader || flen > static_cast<size_t>(end - p)) {
-      inv_.report("malformed call from rank " + std::to_string(c.src_rank) + ": frame of " + std::to_string(flen) +
-                  " bytes in a record with " + std::to_string(end - p) + " bytes left; rest of the record skipped");
-      return;
-    }
-    if (w != wire::pad_frame_word()) run_frame(p, flen, c.src_rank, false);
-    p += flen;
-  }
-}
-
-bool Inbox::lookup(uint32_t id, const Entry** e) {
-  // Calls come in runs of one function (a loop at the sender): remember the last one.
-  if (id == last_id_ && last_entry_ != nullptr) {
-    *e = last_entry_;
-    return true;
-  }
-  auto it = cache_.find(id);
-  if (it == cache_.end()) {
-    Entry found;
-    if (!Registry::instance().lookup(id, &found)) return false;
-    it = cache_.emplace(id, std::move(found)).first;
-  }
-  *e = &it->second;  // unordered_map nodes do not move
-  last_id_ = id;
-  last_entry_ = *e;
-  return true;
-}
-
 void Inbox::notify(const wire::NotifyDesc& d) {
   if (d.rank >= static_cast<uint32_t>(inv_.runtime().size())) {
     inv_.report("notification for rank " + std::to_string(d.rank) + ", which does not exist");
