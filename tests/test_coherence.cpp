@@ -13,6 +13,7 @@
 
 #include "coherence/space.hpp"
 #include "dsm/signal/backoff.hpp"
+#include "tests/coherence_policies.hpp"
 #include "tests/mp_test.hpp"
 
 using loom::coherence::AtomicWord;
@@ -21,239 +22,211 @@ using loom::coherence::Lock;
 using loom::coherence::Order;
 using loom::coherence::Policy;
 using loom::coherence::Space;
+using loom::test::config_for;
 using loom::test::rt;
 
 namespace {
 
-std::vector<Policy> policies() {
-  std::vector<Policy> out;
-  for (auto name : {"floating-ts", "floating-dir", "fixed-ts", "fixed-dir"}) out.push_back(Policy::parse(name));
-  return out;
-}
-
-Config config_for(const Policy& p) {
-  Config c = Config::from_env();
-  c.policy = p;
-  c.reserve = size_t{1} << 30;
-  return c;
-}
-
-// Runs body once per policy, each with a fresh Space.
-template <typename F>
-void each_policy(F body) {
-  for (const Policy& p : policies()) {
-    SCOPED_TRACE(p.name());
-    Space s(rt(), config_for(p));
-    body(s);
-  }
-}
+class Coherence : public loom::test::PerPolicy {};
 
 int me() { return rt().rank(); }
 int np() { return rt().size(); }
 
 }  // namespace
 
-TEST(Coherence, RegionAtSameAddressEverywhere) {
-  each_policy([](Space& s) {
-    auto& r = s.create_region(1 << 20);
-    uint64_t a = reinterpret_cast<uint64_t>(r.base());
-    for (uint64_t v : rt().bootstrap().allgather_value(a)) EXPECT_EQ(v, a);
-    auto* arr = r.new_array<uint64_t>(100);
-    auto* arr2 = r.new_array<uint64_t>(100);
-    std::array<uint64_t, 2> pa = {reinterpret_cast<uint64_t>(arr), reinterpret_cast<uint64_t>(arr2)};
-    for (auto& x : rt().bootstrap().allgather_value(pa)) EXPECT_EQ(x, pa);
-    for (int i = 0; i < 100; ++i) EXPECT_EQ(arr[i], 0u);
-    r.delete_array(arr);
-    s.destroy_region(r);
-  });
+TEST_P(Coherence, RegionAtSameAddressEverywhere) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20);
+  uint64_t a = reinterpret_cast<uint64_t>(r.base());
+  for (uint64_t v : rt().bootstrap().allgather_value(a)) EXPECT_EQ(v, a);
+  auto* arr = r.new_array<uint64_t>(100);
+  auto* arr2 = r.new_array<uint64_t>(100);
+  std::array<uint64_t, 2> pa = {reinterpret_cast<uint64_t>(arr), reinterpret_cast<uint64_t>(arr2)};
+  for (auto& x : rt().bootstrap().allgather_value(pa)) EXPECT_EQ(x, pa);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(arr[i], 0u);
+  r.delete_array(arr);
+  s.destroy_region(r);
 }
 
 // Message passing through a lock: data written before the release is seen after the acquire.
-TEST(Coherence, MessagePassingThroughLock) {
-  each_policy([](Space& s) {
-    auto& r = s.create_region(1 << 20);
-    const int kWords = 3000;  // several blocks
-    auto* data = r.new_array<uint64_t>(kWords);
-    auto* flag = r.new_array<uint64_t>(1);
-    Lock l = s.make_lock();
-    s.barrier();
-    for (int round = 1; round <= 3; ++round) {
-      int writer = round % np();
-      if (me() == writer) {
+TEST_P(Coherence, MessagePassingThroughLock) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20);
+  const int kWords = 3000;  // several blocks
+  auto* data = r.new_array<uint64_t>(kWords);
+  auto* flag = r.new_array<uint64_t>(1);
+  Lock l = s.make_lock();
+  s.barrier();
+  for (int round = 1; round <= 3; ++round) {
+    int writer = round % np();
+    if (me() == writer) {
+      l.lock();
+      for (int i = 0; i < kWords; ++i) data[i] = static_cast<uint64_t>(round) * 100000 + static_cast<uint64_t>(i);
+      *flag = static_cast<uint64_t>(round);
+      l.unlock();
+    } else {
+      for (;;) {
         l.lock();
-        for (int i = 0; i < kWords; ++i) data[i] = static_cast<uint64_t>(round) * 100000 + static_cast<uint64_t>(i);
-        *flag = static_cast<uint64_t>(round);
-        l.unlock();
-      } else {
-        for (;;) {
-          l.lock();
-          uint64_t f = *flag;
-          if (f == static_cast<uint64_t>(round)) {
-            for (int i = 0; i < kWords; ++i)
-              ASSERT_EQ(data[i], static_cast<uint64_t>(round) * 100000 + static_cast<uint64_t>(i)) << "word " << i;
-            l.unlock();
-            break;
-          }
+        uint64_t f = *flag;
+        if (f == static_cast<uint64_t>(round)) {
+          for (int i = 0; i < kWords; ++i)
+            ASSERT_EQ(data[i], static_cast<uint64_t>(round) * 100000 + static_cast<uint64_t>(i)) << "word " << i;
           l.unlock();
-          std::this_thread::yield();
+          break;
         }
+        l.unlock();
+        std::this_thread::yield();
       }
-      s.barrier();
     }
-    s.destroy_region(r);
-  });
+    s.barrier();
+  }
+  s.destroy_region(r);
 }
 
 // Every process writes its own slot of one block (false sharing); after a barrier everyone
 // sees every slot, round after round.
-TEST(Coherence, BarrierAndFalseSharing) {
-  each_policy([](Space& s) {
-    auto& r = s.create_region(1 << 20);
-    auto* slots = r.new_array<uint64_t>(64);
-    auto* bytes = r.new_array<uint8_t>(64);
-    for (int round = 1; round <= 20; ++round) {
-      slots[me()] = static_cast<uint64_t>(round * 1000 + me());
-      bytes[me()] = static_cast<uint8_t>(round + me());
-      s.barrier();
-      for (int p = 0; p < np(); ++p) {
-        ASSERT_EQ(slots[p], static_cast<uint64_t>(round * 1000 + p)) << "round " << round << " slot " << p;
-        ASSERT_EQ(bytes[p], static_cast<uint8_t>(round + p)) << "round " << round << " byte " << p;
-      }
-      s.barrier();
+TEST_P(Coherence, BarrierAndFalseSharing) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20);
+  auto* slots = r.new_array<uint64_t>(64);
+  auto* bytes = r.new_array<uint8_t>(64);
+  for (int round = 1; round <= 20; ++round) {
+    slots[me()] = static_cast<uint64_t>(round * 1000 + me());
+    bytes[me()] = static_cast<uint8_t>(round + me());
+    s.barrier();
+    for (int p = 0; p < np(); ++p) {
+      ASSERT_EQ(slots[p], static_cast<uint64_t>(round * 1000 + p)) << "round " << round << " slot " << p;
+      ASSERT_EQ(bytes[p], static_cast<uint8_t>(round + p)) << "round " << round << " byte " << p;
     }
-    s.destroy_region(r);
-  });
+    s.barrier();
+  }
+  s.destroy_region(r);
 }
 
 // A release-store / acquire-load flag on an atomic word orders plain data.
-TEST(Coherence, ReleaseStoreAcquireLoad) {
-  each_policy([](Space& s) {
-    auto& r = s.create_region(1 << 20);
-    auto* data = r.new_array<uint64_t>(1024);
-    AtomicWord flag = s.make_atomic(0);
-    s.barrier();
-    for (uint64_t round = 1; round <= 3; ++round) {
-      int writer = static_cast<int>(round) % np();
-      if (me() == writer) {
-        for (int i = 0; i < 1024; ++i) data[i] = round * 7 + static_cast<uint64_t>(i);
-        flag.store(round, Order::Release);
-      } else {
-        loom::signal::Backoff b;
-        while (flag.load(Order::Acquire) != round) b.pause();
-        for (int i = 0; i < 1024; ++i) ASSERT_EQ(data[i], round * 7 + static_cast<uint64_t>(i));
-      }
-      s.barrier();
+TEST_P(Coherence, ReleaseStoreAcquireLoad) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20);
+  auto* data = r.new_array<uint64_t>(1024);
+  AtomicWord flag = s.make_atomic(0);
+  s.barrier();
+  for (uint64_t round = 1; round <= 3; ++round) {
+    int writer = static_cast<int>(round) % np();
+    if (me() == writer) {
+      for (int i = 0; i < 1024; ++i) data[i] = round * 7 + static_cast<uint64_t>(i);
+      flag.store(round, Order::Release);
+    } else {
+      loom::signal::Backoff b;
+      while (flag.load(Order::Acquire) != round) b.pause();
+      for (int i = 0; i < 1024; ++i) ASSERT_EQ(data[i], round * 7 + static_cast<uint64_t>(i));
     }
-    s.destroy_region(r);
-  });
+    s.barrier();
+  }
+  s.destroy_region(r);
 }
 
 // Store buffering under one lock: the two critical sections are ordered, so at most one of them
 // can miss the other's store.
-TEST(Coherence, StoreBufferingUnderLock) {
-  each_policy([](Space& s) {
-    auto& r = s.create_region(1 << 20, 4096);
-    auto* x = r.new_array<uint64_t>(512);  // own block
-    auto* y = r.new_array<uint64_t>(512);  // another block
-    Lock l = s.make_lock();
-    for (int round = 0; round < 20; ++round) {
-      uint64_t seen = 99;
-      if (me() < 2 && np() >= 2) {
-        l.lock();
-        if (me() == 0) {
-          x[0] = 1;
-          seen = y[0];
-        } else {
-          y[0] = 1;
-          seen = x[0];
-        }
-        l.unlock();
+TEST_P(Coherence, StoreBufferingUnderLock) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20, 4096);
+  auto* x = r.new_array<uint64_t>(512);  // own block
+  auto* y = r.new_array<uint64_t>(512);  // another block
+  Lock l = s.make_lock();
+  for (int round = 0; round < 20; ++round) {
+    uint64_t seen = 99;
+    if (me() < 2 && np() >= 2) {
+      l.lock();
+      if (me() == 0) {
+        x[0] = 1;
+        seen = y[0];
+      } else {
+        y[0] = 1;
+        seen = x[0];
       }
-      auto all = rt().bootstrap().allgather_value(seen);
-      uint64_t a = all[0], b = all[1];
-      ASSERT_FALSE(a == 0 && b == 0) << "round " << round << ": both critical sections missed the other's store";
-      s.barrier();
-      if (me() == 0) x[0] = 0, y[0] = 0;
-      s.barrier();
+      l.unlock();
     }
-    s.destroy_region(r);
-  });
+    auto all = rt().bootstrap().allgather_value(seen);
+    uint64_t a = all[0], b = all[1];
+    ASSERT_FALSE(a == 0 && b == 0) << "round " << round << ": both critical sections missed the other's store";
+    s.barrier();
+    if (me() == 0) x[0] = 0, y[0] = 0;
+    s.barrier();
+  }
+  s.destroy_region(r);
 }
 
-TEST(Coherence, CounterUnderLockAndAtomics) {
-  each_policy([](Space& s) {
-    auto& r = s.create_region(1 << 20);
-    auto* counter = r.new_array<uint64_t>(1);
-    Lock l = s.make_lock();
-    AtomicWord a = s.make_atomic(5);
-    const int k = 50;
-    for (int i = 0; i < k; ++i) {
-      l.lock();
-      *counter += 1;
-      l.unlock();
-      a.fetch_add(2, Order::Relaxed);
-    }
-    s.barrier();
-    EXPECT_EQ(*counter, static_cast<uint64_t>(k * np()));
-    EXPECT_EQ(a.load(Order::Relaxed), 5u + 2u * static_cast<uint64_t>(k * np()));
-    // compare_swap: exactly one winner per round.
-    AtomicWord c = s.make_atomic(0);
-    uint64_t won = c.compare_swap(0, static_cast<uint64_t>(me()) + 1) == 0 ? 1 : 0;
-    uint64_t winners = 0;
-    for (uint64_t v : rt().bootstrap().allgather_value(won)) winners += v;
-    EXPECT_EQ(winners, 1u);
-    s.barrier();
-    s.destroy_region(r);
-  });
+TEST_P(Coherence, CounterUnderLockAndAtomics) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20);
+  auto* counter = r.new_array<uint64_t>(1);
+  Lock l = s.make_lock();
+  AtomicWord a = s.make_atomic(5);
+  const int k = 50;
+  for (int i = 0; i < k; ++i) {
+    l.lock();
+    *counter += 1;
+    l.unlock();
+    a.fetch_add(2, Order::Relaxed);
+  }
+  s.barrier();
+  EXPECT_EQ(*counter, static_cast<uint64_t>(k * np()));
+  EXPECT_EQ(a.load(Order::Relaxed), 5u + 2u * static_cast<uint64_t>(k * np()));
+  // compare_swap: exactly one winner per round.
+  AtomicWord c = s.make_atomic(0);
+  uint64_t won = c.compare_swap(0, static_cast<uint64_t>(me()) + 1) == 0 ? 1 : 0;
+  uint64_t winners = 0;
+  for (uint64_t v : rt().bootstrap().allgather_value(won)) winners += v;
+  EXPECT_EQ(winners, 1u);
+  s.barrier();
+  s.destroy_region(r);
 }
 
 // Explicit accessors: declared reads and writes take no faults.
-TEST(Coherence, ExplicitAccessorsTakeNoFaults) {
-  each_policy([](Space& s) {
-    auto& r = s.create_region(1 << 20);
-    auto* v = r.new_array<uint64_t>(2048);
-    s.barrier();
-    uint64_t before = s.stats().faults;
-    uint64_t* w = s.writing(v + static_cast<size_t>(me()) * 128, 128);
-    for (int i = 0; i < 128; ++i) w[i] = static_cast<uint64_t>(me() * 1000 + i);
-    EXPECT_EQ(s.stats().faults, before);
-    s.barrier();
-    before = s.stats().faults;
-    for (int p = 0; p < np(); ++p) {
-      const uint64_t* q = s.reading(v + static_cast<size_t>(p) * 128, 128);
-      for (int i = 0; i < 128; ++i) ASSERT_EQ(q[i], static_cast<uint64_t>(p * 1000 + i));
-    }
-    EXPECT_EQ(s.stats().faults, before);
-    s.barrier();
-    s.destroy_region(r);
-  });
+TEST_P(Coherence, ExplicitAccessorsTakeNoFaults) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20);
+  auto* v = r.new_array<uint64_t>(2048);
+  s.barrier();
+  uint64_t before = s.stats().faults;
+  uint64_t* w = s.writing(v + static_cast<size_t>(me()) * 128, 128);
+  for (int i = 0; i < 128; ++i) w[i] = static_cast<uint64_t>(me() * 1000 + i);
+  EXPECT_EQ(s.stats().faults, before);
+  s.barrier();
+  before = s.stats().faults;
+  for (int p = 0; p < np(); ++p) {
+    const uint64_t* q = s.reading(v + static_cast<size_t>(p) * 128, 128);
+    for (int i = 0; i < 128; ++i) ASSERT_EQ(q[i], static_cast<uint64_t>(p * 1000 + i));
+  }
+  EXPECT_EQ(s.stats().faults, before);
+  s.barrier();
+  s.destroy_region(r);
 }
 
 // Local (per-process) allocation: objects built by their owner, read by everyone.
-TEST(Coherence, LocalAllocation) {
-  each_policy([](Space& s) {
-    auto& r = s.create_region(4 << 20);
-    struct Node {
-      uint64_t key;
-      uint64_t value[7];
-    };
-    Node* mine = r.make_local<Node>(Node{static_cast<uint64_t>(me()), {1, 2, 3, 4, 5, 6, 7}});
-    uint64_t addr = reinterpret_cast<uint64_t>(mine);
-    auto all = rt().bootstrap().allgather_value(addr);
-    s.barrier();
-    for (int p = 0; p < np(); ++p) {
-      const Node* n = reinterpret_cast<const Node*>(all[static_cast<size_t>(p)]);
-      ASSERT_EQ(n->key, static_cast<uint64_t>(p));
-      ASSERT_EQ(n->value[6], 7u);
-    }
-    s.barrier();
-    r.destroy_local(mine);
-    EXPECT_THROW(r.deallocate_local(mine), loom::Error);  // freed twice
-    s.destroy_region(r);
-  });
+TEST_P(Coherence, LocalAllocation) {
+  Space& s = space();
+  auto& r = s.create_region(4 << 20);
+  struct Node {
+    uint64_t key;
+    uint64_t value[7];
+  };
+  Node* mine = r.make_local<Node>(Node{static_cast<uint64_t>(me()), {1, 2, 3, 4, 5, 6, 7}});
+  uint64_t addr = reinterpret_cast<uint64_t>(mine);
+  auto all = rt().bootstrap().allgather_value(addr);
+  s.barrier();
+  for (int p = 0; p < np(); ++p) {
+    const Node* n = reinterpret_cast<const Node*>(all[static_cast<size_t>(p)]);
+    ASSERT_EQ(n->key, static_cast<uint64_t>(p));
+    ASSERT_EQ(n->value[6], 7u);
+  }
+  s.barrier();
+  r.destroy_local(mine);
+  EXPECT_THROW(r.deallocate_local(mine), loom::Error);  // freed twice
+  s.destroy_region(r);
 }
 
-TEST(Coherence, BadUseIsAClearError) {
+TEST(CoherenceMisuse, BadUseIsAClearError) {
   Space s(rt(), config_for(Policy::parse("floating-ts")));
   auto& r = s.create_region(1 << 20);
   uint64_t outside = 0;
@@ -299,35 +272,36 @@ TEST(CoherenceDeathTest, FaultOutsideAnyRegion) {
 }
 
 // Two threads per process fault on the same blocks at once (run with --threads 2).
-TEST(Coherence, ThreadsShareTheCache) {
+TEST_P(Coherence, ThreadsShareTheCache) {
   const int threads = rt().threads_per_process();
   if (threads < 2) GTEST_SKIP() << "run with --threads 2 (ctest coherence.threads.*)";
-  each_policy([threads](Space& s) {
-    auto& r = s.create_region(1 << 20);
-    const int per = 64;  // bytes each thread owns in every block
-    const int blocks = 8;
-    auto* mem = r.new_array<uint8_t>(static_cast<size_t>(blocks) * 4096);
-    const int writers = np() * threads;
-    ASSERT_LE(writers * per, 4096);
-    std::atomic<int> bad{0};
-    auto work = [&](int t) {
-      int id = me() * threads + t;
-      for (int round = 1; round <= 5; ++round) {
-        for (int b = 0; b < blocks; ++b)
-          for (int i = 0; i < per; ++i) mem[b * 4096 + id * per + i] = static_cast<uint8_t>(round * 31 + id + i);
-        s.barrier();
-        for (int b = 0; b < blocks; ++b)
-          for (int w = 0; w < writers; ++w)
-            for (int i = 0; i < per; ++i)
-              if (mem[b * 4096 + w * per + i] != static_cast<uint8_t>(round * 31 + w + i)) bad.fetch_add(1);
-        s.barrier();
-      }
-    };
-    std::vector<std::thread> ts;
-    for (int t = 1; t < threads; ++t) ts.emplace_back(work, t);
-    work(0);
-    for (auto& t : ts) t.join();
-    EXPECT_EQ(bad.load(), 0);
-    s.destroy_region(r);
-  });
+  Space& s = space();
+  auto& r = s.create_region(1 << 20);
+  const int per = 64;  // bytes each thread owns in every block
+  const int blocks = 8;
+  auto* mem = r.new_array<uint8_t>(static_cast<size_t>(blocks) * 4096);
+  const int writers = np() * threads;
+  ASSERT_LE(writers * per, 4096);
+  std::atomic<int> bad{0};
+  auto work = [&](int t) {
+    int id = me() * threads + t;
+    for (int round = 1; round <= 5; ++round) {
+      for (int b = 0; b < blocks; ++b)
+        for (int i = 0; i < per; ++i) mem[b * 4096 + id * per + i] = static_cast<uint8_t>(round * 31 + id + i);
+      s.barrier();
+      for (int b = 0; b < blocks; ++b)
+        for (int w = 0; w < writers; ++w)
+          for (int i = 0; i < per; ++i)
+            if (mem[b * 4096 + w * per + i] != static_cast<uint8_t>(round * 31 + w + i)) bad.fetch_add(1);
+      s.barrier();
+    }
+  };
+  std::vector<std::thread> ts;
+  for (int t = 1; t < threads; ++t) ts.emplace_back(work, t);
+  work(0);
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  s.destroy_region(r);
 }
+
+LOOM_FOR_EACH_POLICY(Coherence);

@@ -17,6 +17,7 @@
 
 #include "coherence/space.hpp"
 #include "tests/test_settings_table.hpp"
+#include "tests/coherence_policies.hpp"
 #include "tests/mp_test.hpp"
 
 using loom::coherence::Config;
@@ -206,23 +207,22 @@ std::string run_programs(Space& s, uint64_t first_seed, int programs) {
 
 }  // namespace
 
-TEST(CoherenceChecker, RandomDataRaceFreePrograms) {
+class CoherenceChecker : public loom::test::PerPolicy {};
+
+TEST_P(CoherenceChecker, RandomDataRaceFreePrograms) {
   const int programs = static_cast<int>(loom::settings::get_int(loom::test_settings::kDsmPrograms));
   uint64_t seed = static_cast<uint64_t>(loom::settings::get_int(loom::test_settings::kDsmSeed));
-  for (auto name : {"floating-ts", "floating-dir", "fixed-ts", "fixed-dir"}) {
-    SCOPED_TRACE(name);
-    Config c = Config::from_env();
-    c.policy = Policy::parse(name);
-    c.reserve = size_t{1} << 30;
-    Space s(rt(), c);
-    std::string err = run_programs(s, seed, programs);
-    ASSERT_EQ(err, "") << "policy " << name;
-    if (rt().rank() == 0) {
-      auto st = s.stats();
-      std::printf("[checker] %s: %d programs; misses %llu, fast reads %llu, released %llu, invalidations %llu, retries %llu\n", name,
-                  programs, static_cast<unsigned long long>(st.read_misses), static_cast<unsigned long long>(st.fast_reads),
-                  static_cast<unsigned long long>(st.released_blocks), static_cast<unsigned long long>(st.invalidations),
-                  static_cast<unsigned long long>(st.fetch_retries));
-    }
+  Space& s = space();
+  const std::string name = GetParam().name();
+  std::string err = run_programs(s, seed, programs);
+  ASSERT_EQ(err, "") << "policy " << name;
+  if (rt().rank() == 0) {
+    auto st = s.stats();
+    std::printf("[checker] %s: %d programs; misses %llu, fast reads %llu, released %llu, invalidations %llu, retries %llu\n",
+                name.c_str(), programs, static_cast<unsigned long long>(st.read_misses),
+                static_cast<unsigned long long>(st.fast_reads), static_cast<unsigned long long>(st.released_blocks),
+                static_cast<unsigned long long>(st.invalidations), static_cast<unsigned long long>(st.fetch_retries));
   }
 }
+
+LOOM_FOR_EACH_POLICY(CoherenceChecker);
