@@ -157,6 +157,35 @@ TEST_F(Launcher, BadUsageIsAClearError) {
   EXPECT_FALSE(segments_left());
 }
 
+// --timeout takes a positive number of seconds: text, a sign, nan and inf were taken as "no
+// timeout" (atof) and the job could hang forever.
+TEST_F(Launcher, ABadTimeoutIsRefused) {
+  for (const char* bad : {"abc", "-5", "nan", "inf", "0", "1x"}) {
+    auto r = run(loomrun(std::string("-n 1 --timeout ") + bad + " true"));
+    EXPECT_EQ(r.status, 2) << bad << ": " << r.output;
+    EXPECT_NE(r.output.find("--timeout"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("positive number of seconds"), std::string::npos) << r.output;
+  }
+  auto r = run(loomrun("-n 1 --timeout 0.5 sleep 30"));
+  EXPECT_EQ(r.status, 124) << r.output;
+  EXPECT_FALSE(segments_left());
+}
+
+// "--" ends loomrun's options (a program whose name starts with '-', or options passed on);
+// it was refused as an unknown option.
+TEST_F(Launcher, DoubleDashEndsTheOptions) {
+  auto r = run(loomrun("-n 2 -- sh -c 'echo rank $LOOM_RANK'"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("[1] rank 1"), std::string::npos) << r.output;
+  r = run(loomrun("-n 2 --"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("no program"), std::string::npos) << r.output;
+  r = run(loomrun("true"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("-n is required"), std::string::npos) << r.output;
+  EXPECT_FALSE(segments_left());
+}
+
 // A launcher killed outright cannot clean up; its ranks die with it (and let go of the job
 // directory), and the next job to start removes what they left.
 TEST_F(Launcher, AJobWhoseLauncherWasKilledIsSweptByTheNextJob) {
