@@ -62,7 +62,7 @@ double fabric_read_us(Runtime& rt, size_t len, int rounds) {
         wr.rkey = peer.rkey;
         if (qp.post_send(wr) != fabric::PostResult::Ok) { std::fprintf(stderr, "post failed\n"); std::exit(1); }
         fabric::Completion c[1];
-        while (cq.poll(c) == 0) signal::cpu_relax();
+        while (cq.poll(c) == 0) wait::cpu_relax();
       }
       t.push_back(seconds_since(t0) / rounds * 1e6);
     }

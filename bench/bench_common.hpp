@@ -21,7 +21,7 @@
 #include "bench/cursor.hpp"
 #include "dsm/common/dsm_settings.hpp"
 #include "dsm/runtime/runtime.hpp"
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 
 #ifdef LOOM_HAVE_UCX
 #include <ucp/api/ucp.h>
@@ -92,10 +92,10 @@ inline double pingpong_rtt_us(Runtime& rt, int rounds) {
   for (int i = 1; i <= rounds; ++i) {
     if (rt.rank() == 0) {
       ping->store(static_cast<uint64_t>(i), std::memory_order_release);
-      signal::Backoff b;
+      wait::Backoff b;
       while (pong->load(std::memory_order_acquire) != static_cast<uint64_t>(i)) b.spin_or_yield();
     } else if (rt.rank() == 1) {
-      signal::Backoff b;
+      wait::Backoff b;
       while (ping->load(std::memory_order_acquire) != static_cast<uint64_t>(i)) b.spin_or_yield();
       pong->store(static_cast<uint64_t>(i), std::memory_order_release);
     }

@@ -23,7 +23,7 @@
 
 #include "dsm/memory/circular_allocator.hpp"
 #include "dsm/runtime/runtime.hpp"
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 #include "bench/bench_common.hpp"
 
 #ifdef LOOM_HAVE_UCX

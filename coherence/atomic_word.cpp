@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "coherence/space_impl.hpp"
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 
 namespace loom::coherence {
 
@@ -28,7 +28,7 @@ AtomicWord Space::make_atomic(uint64_t initial) {
 void Space::Impl::merge_notices_into_word(Lane& l, int home, uint64_t base, uint32_t rkey) {
   const uint64_t me = static_cast<uint64_t>(rank) + 1;
   const size_t cap = notice_cap_bytes();
-  signal::Backoff bo;
+  wait::Backoff bo;
   while (l.cas(home, base + kNoticeLock, rkey, 0, me) != 0) bo.pause();
   l.post(home, fabric::Opcode::Read, Scratch::kNoticesIn, static_cast<uint32_t>(cap), base + kNotices, rkey);
   l.wait();
@@ -62,7 +62,7 @@ uint64_t Space::Impl::atomic_op(int home, uint32_t slot, fabric::Opcode op, uint
   if (acq) {
     const uint64_t me = static_cast<uint64_t>(rank) + 1;
     const size_t cap = notice_cap_bytes();
-    signal::Backoff bo;
+    wait::Backoff bo;
     while (lane->cas(home, base + kNoticeLock, rkey, 0, me) != 0) bo.pause();
     lane->post(home, fabric::Opcode::Read, Scratch::kNoticesIn, static_cast<uint32_t>(cap), base + kNotices, rkey);
     lane->post(home, fabric::Opcode::CompareSwap, Scratch::kUnlockSink, 8, base + kNoticeLock, rkey, me, 0);

@@ -3,7 +3,7 @@
 // (in round k, to rank + 2^k and from rank - 2^k: after ceil(log2 n) rounds everyone holds the
 // union of everyone's notices), and acquires them.
 #include "coherence/space_impl.hpp"
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 
 namespace loom::coherence {
 
@@ -21,7 +21,7 @@ void Space::Impl::exchange_notices(Lane& l, int k, int parity, uint64_t epoch) {
   uint8_t* box = mbox_local(k, parity);
   // Pairs with the partner's flag WRITE, which its queue pair placed after the notices.
   std::atomic_ref<uint64_t> flag(*reinterpret_cast<uint64_t*>(box + flag_off));
-  signal::Backoff b(kHandoffYields);
+  wait::Backoff b(kHandoffYields);
   while (flag.load(std::memory_order_acquire) != epoch) {
     if (!rt.provider().peer_alive(from)) fail("dsm: barrier: rank ", from, " is gone");
     b.pause();

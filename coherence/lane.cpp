@@ -5,7 +5,7 @@
 
 #include "dsm/common/error.hpp"
 #include "dsm/common/log.hpp"
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 
 namespace loom::coherence {
 
@@ -37,7 +37,7 @@ void Lane::post_mem(int to, fabric::Opcode op, const memory::RDMAMemory& m, size
   wr.rkey = rkey;
   wr.compare_add = cmp;
   wr.swap = swp;
-  signal::Backoff b;
+  wait::Backoff b;
   for (;;) {
     fabric::PostResult r = qps_[static_cast<size_t>(to)]->post_send(wr);
     if (r == fabric::PostResult::Ok) break;
@@ -50,7 +50,7 @@ void Lane::post_mem(int to, fabric::Opcode op, const memory::RDMAMemory& m, size
 
 void Lane::wait() {
   std::array<fabric::Completion, 16> cs;
-  signal::Backoff b;
+  wait::Backoff b;
   std::string err;
   while (outstanding_ != 0) {
     int k = cq_->poll(cs);

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "coherence/space_impl.hpp"
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 
 namespace loom::coherence {
 
@@ -103,7 +103,7 @@ void Lock::lock() {
   if (pred != 0) {
     // Pairs with the predecessor's grant WRITE in unlock().
     std::atomic_ref<uint64_t> granted(q[1]);
-    signal::Backoff b(kHandoffYields);
+    wait::Backoff b(kHandoffYields);
     while (granted.load(std::memory_order_acquire) == 0) b.pause();
   }
   t_depth_used |= 1u << depth;
@@ -130,7 +130,7 @@ void Space::Impl::hand_on_lock(Lane& l, uint64_t* q, uint64_t me, int home, uint
   }
   // Pairs with the successor's WRITE of its name in lock().
   std::atomic_ref<uint64_t> nx(q[0]);
-  signal::Backoff b(kHandoffYields);
+  wait::Backoff b(kHandoffYields);
   while ((next = nx.load(std::memory_order_acquire)) == 0) b.pause();
   int nrank;
   size_t nidx;

@@ -9,7 +9,7 @@
 
 #include "coherence/space_impl.hpp"
 #include "dsm/common/log.hpp"
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 
 namespace loom::coherence {
 
@@ -64,7 +64,7 @@ void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m) {
   int home = fixed_home ? mgr : m.hint_home;
   uint64_t wts = m.hint_wts;
   const bool fast = m.hint_home != m.word0.home();
-  signal::Backoff backoff;
+  wait::Backoff backoff;
   // The private copy still holds version data_wts: if that is the newest we know of, one
   // directory read may confirm it (an expired lease, or an invalidation that changed nothing).
   bool have_data = m.data_wts == wts;
@@ -136,7 +136,7 @@ void Space::Impl::declare(const void* p, size_t len, bool write) {
 void Space::declare_read(const void* p, size_t n) { impl_->declare(p, n, false); }
 void Space::declare_write(void* p, size_t n) { impl_->declare(p, n, true); }
 
-void Space::on_fault(region::Region& r, size_t block, bool write) {
+void Space::on_fault(region::Region& r, size_t block, region::Access access) {
   Impl& I = *impl_;
   RegionState* rs = I.state_of(r);
   if (rs == nullptr) {
@@ -152,9 +152,8 @@ void Space::on_fault(region::Region& r, size_t block, bool write) {
     LaneGuard lane(I.lanes);
     BlockMeta& m = rs->meta[block];
     std::lock_guard<std::mutex> g(m.mu);
-#if !defined(__x86_64__)
-    if (!write && m.state == State::Clean) write = true;  // no error code here: a fault on a readable block is a write
-#endif
+    // Without the hardware's word (Access::Unknown), a fault on a readable block can only be a write.
+    const bool write = access == region::Access::Write || (access == region::Access::Unknown && m.state == State::Clean);
     if (m.state == State::Invalid) I.fetch(*lane, *rs, m);
     if (write && m.state == State::Clean) I.make_dirty(*rs, m);
     // Still dirty yet not writable: a release has stopped writers on it and will reach it

@@ -8,7 +8,7 @@
 
 #include "coherence/diff.hpp"
 #include "coherence/space_impl.hpp"
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 
 namespace loom::coherence {
 
@@ -18,7 +18,7 @@ DirWord Space::Impl::lock_entry(Lane& l, RegionState& rs, BlockMeta& m, bool& un
   const size_t b = m.block;
   const int mgr = rs.r->manager(b);
   DirWord guess = m.word0.without_lock();
-  signal::Backoff backoff;
+  wait::Backoff backoff;
   unchanged = true;
   for (;;) {
     DirWord old{l.cas(mgr, rs.dir_addr(mgr, b), rs.rkey(mgr), guess.raw, guess.with_lock().raw)};

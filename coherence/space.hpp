@@ -141,7 +141,7 @@ class Space final : public region::FaultSink {
   Stats stats() const;
   region::AddressSpace& address_space();
 
-  void on_fault(region::Region& r, size_t block, bool write) override;
+  void on_fault(region::Region& r, size_t block, region::Access access) override;
 
  private:
   friend class Lock;

@@ -152,7 +152,7 @@ void Invoker::drain_async_all() {
 }
 
 void Invoker::helper_loop(int) {
-  signal::Backoff b;
+  wait::Backoff b;
   while (!stop_.load(std::memory_order_acquire)) {
     int n = 0;
     for (auto& in : inboxes_) n += in->poll();

@@ -15,7 +15,7 @@
 
 #include "dsm/common/error.hpp"
 #include "dsm/runtime/runtime.hpp"
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 #include "invoke/config.hpp"
 #include "invoke/frame_spec.hpp"
 #include "invoke/inbox.hpp"
@@ -59,7 +59,7 @@ class Invoker {
   // Waits (running this thread's calls) until pred() holds.
   template <typename Pred>
   void wait_until(Pred pred) {
-    signal::Backoff b;
+    wait::Backoff b;
     uint64_t idle = 0;
     while (!pred()) {
       if (progress() > 0) {

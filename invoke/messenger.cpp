@@ -216,7 +216,7 @@ bool Messenger::call_slow(const FrameSpec& f, OnFull on_full, size_t flush_at, S
       std::lock_guard<std::mutex> g(mu_);
       blocked_ = true;
     }
-    signal::Backoff b;
+    wait::Backoff b;
     // Run our own incoming calls while we wait, so that two threads filling each other's rings
     // both progress; calls they make to this destination meanwhile queue behind ours.
     while ((p = reserve(n, flush_at)) == nullptr) {

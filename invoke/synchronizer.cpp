@@ -44,7 +44,7 @@ void ReturnSlotBase::wait() const {
   // ping-pong does) before the full progress loop, which also runs this thread's calls.
   for (int i = 0; i < 256; ++i) {
     if (ready()) return;
-    signal::cpu_relax();
+    wait::cpu_relax();
   }
   Invoker::current().wait_until([this] { return ready(); });
 }

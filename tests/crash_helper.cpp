@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "dsm/runtime/runtime.hpp"
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
     auto mesh = rt.make_mesh(caps);
     if (rt.rank() == victim) _exit(0);  // no goodbye: as if the process crashed quietly
     // Wait until the victim is gone as far as the provider can tell.
-    loom::signal::Backoff b;
+    loom::wait::Backoff b;
     while (rt.provider().peer_alive(victim)) b.pause();
     // The victim posted no receive: the SEND waits (the RNR retry) until it sees the peer gone.
     loom::fabric::Completion c{};

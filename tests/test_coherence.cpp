@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "coherence/space.hpp"
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 #include "tests/coherence_policies.hpp"
 #include "tests/mp_test.hpp"
 
@@ -116,7 +116,7 @@ TEST_P(Coherence, ReleaseStoreAcquireLoad) {
       for (int i = 0; i < 1024; ++i) data[i] = round * 7 + static_cast<uint64_t>(i);
       flag.store(round, Order::Release);
     } else {
-      loom::signal::Backoff b;
+      loom::wait::Backoff b;
       while (flag.load(Order::Acquire) != round) b.pause();
       for (int i = 0; i < 1024; ++i) ASSERT_EQ(data[i], round * 7 + static_cast<uint64_t>(i));
     }

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "dsm/runtime/remote_memory.hpp"
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 #include "tests/mp_test.hpp"
 #include "tests/test_settings_table.hpp"
 
@@ -54,7 +54,7 @@ TEST(Service, OneWayCallsNeedNoSetupAndArriveOnce) {
   std::thread t1(sender), t2(sender);
   t1.join();
   t2.join();
-  signal::Backoff b;
+  wait::Backoff b;
   while (count.load() < 2 * K) b.pause();
   rt().barrier();
   EXPECT_EQ(count.load(), 2 * K);

@@ -76,9 +76,8 @@ class CircularAllocator {
     //
     // The check is against the flush number as last read, kept here: a signal covers a quarter
     // of the queue, so the source's counter changes once per dozens of hand-outs, and reading it
-    // every time put two dependent loads (one into a line other threads write) on the path.
-    // 256-byte WRITEs through the Transmitter ran 2-3% faster without them (bench_fabric --size
-    // 256, ten alternated runs); a stale number only sends us to next_refresh().
+    // every time put two dependent loads (one into a line other threads write) on the path
+    // (bench/README.md). A stale number only sends us to next_refresh().
     Unit* u = cur_;
     if (known_done_ < u->due) [[unlikely]] return next_refresh();
     take(u);

@@ -47,14 +47,14 @@ void chain(int sig, siginfo_t* info, void* ctx) {
   signal(SIGSEGV, SIG_DFL);
 }
 
-bool is_write(void* ctx) {
+Access access_of(void* ctx) {
 #if defined(__x86_64__)
   // Page-fault error code: bit 1 is set for writes.
   auto* uc = static_cast<ucontext_t*>(ctx);
-  return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+  return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0 ? Access::Write : Access::Read;
 #else
   (void)ctx;
-  return false;  // a write to a readable block faults again and is then seen as a write
+  return Access::Unknown;
 #endif
 }
 
@@ -74,9 +74,8 @@ void on_segv(int sig, siginfo_t* info, void* ctx) {
              " (the protocol must use the runtime view); aborting\n");
     abort();
   }
-  bool write = is_write(ctx);
   size_t b = r->block_of(addr);
-  space->sink().on_fault(*r, b, write);
+  space->sink().on_fault(*r, b, access_of(ctx));
   errno = saved;
 }
 
@@ -238,11 +237,6 @@ AddressSpace::~AddressSpace() {
   g_space.store(nullptr, std::memory_order_release);
 }
 
-size_t AddressSpace::reserve_free() const {
-  std::lock_guard<std::mutex> g(mu_);
-  return space_.free_bytes();
-}
-
 Region& AddressSpace::create(const RegionOptions& opt) {
   const size_t page = page_size();
   if (opt.block_size < page || !std::has_single_bit(opt.block_size) || opt.block_size > (size_t{1} << 20))
@@ -337,14 +331,6 @@ Region* AddressSpace::find(const void* p) const {
   for (const auto& s : slots_) {
     Region* r = s.load(std::memory_order_acquire);
     if (r != nullptr && r->contains(p)) return r;
-  }
-  return nullptr;
-}
-
-Region* AddressSpace::by_id(uint32_t id) const {
-  for (const auto& s : slots_) {
-    Region* r = s.load(std::memory_order_acquire);
-    if (r != nullptr && r->id_ == id) return r;
   }
   return nullptr;
 }

@@ -29,13 +29,17 @@ enum class Protection : uint8_t { None, Read, ReadWrite };
 
 class Region;
 
+// What a fault was: the hardware says on x86-64 (the page-fault error code); elsewhere it is
+// Unknown, and a fault on a block the protocol left readable can only have been a write.
+enum class Access : uint8_t { Read, Write, Unknown };
+
 // The protocol's end of the narrow interface. on_fault runs on the faulting thread inside the
 // SIGSEGV handler; it must leave the block accessible for the access (write: read-write) or
 // throw nothing and abort with a message.
 class FaultSink {
  public:
   virtual ~FaultSink() = default;
-  virtual void on_fault(Region& r, size_t block, bool write) = 0;
+  virtual void on_fault(Region& r, size_t block, Access access) = 0;
 };
 
 struct RegionOptions {
@@ -147,10 +151,8 @@ class AddressSpace {
   void destroy(Region& r);
   // The region holding p, or nullptr. Lock-free: the fault handler calls it.
   Region* find(const void* p) const;
-  Region* by_id(uint32_t id) const;
   uint8_t* reserve_base() const { return reserve_; }
   size_t reserve_size() const { return reserve_size_; }
-  size_t reserve_free() const;
   FaultSink& sink() { return sink_; }
 
   static constexpr int kMaxRegions = 64;

@@ -13,8 +13,8 @@
 #include "dsm/common/dsm_settings.hpp"
 #include "dsm/common/error.hpp"
 #include "dsm/runtime/job_dir.hpp"
-#include "dsm/signal/backoff.hpp"
-#include "dsm/signal/futex.hpp"
+#include "dsm/common/backoff.hpp"
+#include "dsm/common/futex.hpp"
 
 namespace loom::runtime {
 
@@ -91,15 +91,15 @@ void EmbeddedBootstrap::barrier() {
   if (h_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(size_)) {
     h_->arrived.store(0, std::memory_order_relaxed);
     h_->generation.fetch_add(1, std::memory_order_acq_rel);
-    signal::futex_wake_all(&h_->generation);
+    wait::futex_wake_all(&h_->generation);
     return;
   }
-  signal::Backoff b;
+  wait::Backoff b;
   while (h_->generation.load(std::memory_order_acquire) == gen) {
     if (b.should_sleep()) {
       // A dead peer ends the job through loomrun; an orphaned process stops waiting.
       if (getppid() == 1) fail("bootstrap: the launcher is gone; abandoning the barrier");
-      signal::futex_wait(&h_->generation, gen, std::chrono::milliseconds(100));
+      wait::futex_wait(&h_->generation, gen, std::chrono::milliseconds(100));
     } else {
       b.spin_or_yield();
     }

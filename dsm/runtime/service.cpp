@@ -5,8 +5,8 @@
 #include "dsm/common/error.hpp"
 #include "dsm/common/log.hpp"
 #include "dsm/runtime/connect.hpp"
-#include "dsm/signal/backoff.hpp"
-#include "dsm/signal/futex.hpp"
+#include "dsm/common/backoff.hpp"
+#include "dsm/common/futex.hpp"
 
 namespace loom::runtime {
 
@@ -134,7 +134,7 @@ void Service::send(int dest, uint32_t function, uint32_t kind, uint64_t token, s
   fabric::SendWr wr;
   wr.opcode = fabric::Opcode::Send;
   std::optional<memory::LinearCircularAllocator::Segment> seg;
-  signal::Backoff b;
+  wait::Backoff b;
   while (!(seg = p.send_buffers->allocate(total, 8))) {
     if (p.tx->progress() == 0) b.pause();
   }
@@ -168,11 +168,11 @@ std::vector<std::byte> Service::call_sync(int dest, uint32_t function, std::span
     pending_.erase(token);
     throw;
   }
-  signal::Backoff b;
+  wait::Backoff b;
   while (pending->done.load(std::memory_order_acquire) == 0) {
     if (b.should_sleep()) {
       if (!provider_.peer_alive(dest)) fail("service call to rank ", dest, ": the peer died");
-      signal::futex_wait(&pending->done, 0, std::chrono::milliseconds(50));
+      wait::futex_wait(&pending->done, 0, std::chrono::milliseconds(50));
     } else {
       b.spin_or_yield();
     }
@@ -220,7 +220,7 @@ void Service::handle(const fabric::Completion& c) {
     p->data.assign(payload.begin(), payload.end());
     p->error = h.kind == kErrorReply;
     p->done.store(1, std::memory_order_release);
-    signal::futex_wake_all(&p->done);
+    wait::futex_wake_all(&p->done);
     handled_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -256,7 +256,7 @@ void Service::handle(const fabric::Completion& c) {
 
 void Service::loop() {
   fabric::Completion cs[16];
-  signal::Backoff b;
+  wait::Backoff b;
   while (!stop_.load(std::memory_order_acquire)) {
     int n = recv_cq_->poll(cs);
     if (n == 0) {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 
 namespace loom::signal {
 
@@ -27,7 +27,7 @@ inline void stage_notified(uint8_t* staging, size_t capacity, const void* data, 
 inline void wait_notified(const uint8_t* buffer, size_t capacity, uint64_t expected) {
   auto* flag = reinterpret_cast<uint64_t*>(const_cast<uint8_t*>(buffer) + NotifiedLayout::flag_offset(capacity));
   std::atomic_ref<uint64_t> f(*flag);
-  Backoff b;
+  wait::Backoff b;
   while (f.load(std::memory_order_acquire) != expected) b.pause();
 }
 

@@ -5,7 +5,7 @@
 
 #include "dsm/common/error.hpp"
 #include "dsm/common/log.hpp"
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 
 namespace loom::signal {
 
@@ -63,9 +63,8 @@ Transmitter::Transmitter(fabric::QueuePair& qp, fabric::CompletionQueue& send_cq
   // Credits at or below the reserve go to signaled posts only, so one can always be made.
   reserve_ = std::max<uint32_t>(1, depth_ / 8);
   // Lanes may hold (cached + unpublished) at most half of the queue between them.
-  // A lane takes the slow path (a CAS) once per block: with 16 at D = 256 one thread's posts
-  // cost about 6% more than with 32. Larger blocks mean fewer lanes, so beyond 64 the gain is
-  // not worth it.
+  // A lane takes the slow path (a CAS) once per block: larger blocks mean fewer slow paths but
+  // fewer lanes; D/8, at most 64, measured best (bench/README.md, "lane block").
   block_ = cfg.lane_block ? *cfg.lane_block : std::clamp<uint32_t>(depth_ / 8, 1, 64);
   max_lanes_ = block_ == 0 ? 0 : (depth_ / 2) / (2 * block_);
   single_thread_ = qp.caps().single_thread;
@@ -130,7 +129,7 @@ void Transmitter::return_lane(Lane& l) {
 }
 
 Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
-  Backoff backoff;
+  wait::Backoff backoff;
   bool signaled = false;
   uint64_t batch = 0;
   bool used_own = false;
@@ -237,7 +236,7 @@ void Transmitter::post_marker() {
 }
 
 void Transmitter::wait(uint64_t tag) {
-  Backoff backoff;
+  wait::Backoff backoff;
   while (completed_flush() <= tag) {
     if (issued_.load(std::memory_order_acquire) <= tag) post_marker();
     if (progress() == 0) {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 
 namespace loom::fabric::shm {
 
@@ -47,7 +47,7 @@ using Bytes16 = uint64_t __attribute__((vector_size(16)));
   } else if (len > 8) {
     if (len <= 72) copy_small(dst, src, len - 8);
     else std::memcpy(dst, src, len - 8);
-    signal::store_fence();
+    wait::store_fence();
     std::memcpy(dst + len - 8, src + len - 8, 8);
   } else {
     copy_small(dst, src, len);

@@ -3,7 +3,7 @@
 
 #include "dsm/fabric/shm/shm_cq.hpp"
 #include "dsm/fabric/shm/shm_qp.hpp"
-#include "dsm/signal/backoff.hpp"
+#include "dsm/common/backoff.hpp"
 
 namespace loom::fabric::shm {
 
@@ -21,7 +21,7 @@ bool cq_push(CqHeader* h, CqSlot* slots, uint32_t capacity, const Completion& c,
         s.retire_qp = retire_qp;
         s.retire_seq = retire_seq;
         s.seq.store(pos + 1, std::memory_order_release);
-        if ((t & 1u) == 0) signal::futex_wake_all(signal::low_word(&h->tail));
+        if ((t & 1u) == 0) wait::futex_wake_all(wait::low_word(&h->tail));
         return true;
       }
     } else if (diff < 0) {
@@ -29,7 +29,7 @@ bool cq_push(CqHeader* h, CqSlot* slots, uint32_t capacity, const Completion& c,
       // has claimed that entry and not yet released the slot (it may be preempted in
       // between): count before concluding, and wait for the release in the second case.
       if (pos - h->head.load(std::memory_order_acquire) >= capacity) return false;
-      signal::cpu_relax();
+      wait::cpu_relax();
       std::this_thread::yield();
       t = h->tail.load(std::memory_order_relaxed);
     } else {

@@ -9,7 +9,7 @@
 #include "dsm/common/error.hpp"
 #include "dsm/fabric/shm/shm_internal.hpp"
 #include "dsm/fabric/shm/shm_provider.hpp"
-#include "dsm/signal/futex.hpp"
+#include "dsm/common/futex.hpp"
 
 namespace loom::fabric::shm {
 
@@ -60,13 +60,13 @@ class ShmCq : public CompletionQueue {
       if (!h_->tail.compare_exchange_strong(t, t & ~uint64_t{1}, std::memory_order_acq_rel)) return;
       t &= ~uint64_t{1};
     }
-    signal::futex_wait(signal::low_word(&h_->tail), static_cast<uint32_t>(t), timeout);
+    wait::futex_wait(wait::low_word(&h_->tail), static_cast<uint32_t>(t), timeout);
     h_->tail.fetch_or(1u, std::memory_order_acq_rel);  // awake again: producers skip the wake
   }
 
   void interrupt() override {
     h_->tail.fetch_or(1u, std::memory_order_acq_rel);
-    signal::futex_wake_all(signal::low_word(&h_->tail));
+    wait::futex_wake_all(wait::low_word(&h_->tail));
   }
 
   uint32_t capacity() const override { return cap_; }

@@ -7,8 +7,8 @@
 #include "dsm/common/error.hpp"
 #include "dsm/common/log.hpp"
 #include "dsm/fabric/shm/shm_qp.hpp"
-#include "dsm/signal/backoff.hpp"
-#include "dsm/signal/futex.hpp"
+#include "dsm/common/backoff.hpp"
+#include "dsm/common/futex.hpp"
 
 namespace loom::fabric::shm {
 
@@ -74,7 +74,7 @@ void ShmQp::connect(std::span<const std::byte> peer_endpoint) {
 bool ShmQp::take_recv(RqEntry* out, Status* why) {
   // The RNR retry of a NIC, done on the posting thread: wait (spin, yield, sleep) until the
   // target posts a receive, the peer dies, or LOOM_SHM_RNR_TIMEOUT_MS passes.
-  signal::Backoff backoff;
+  wait::Backoff backoff;
   auto start = std::chrono::steady_clock::now();
   for (;;) {
     uint64_t h = peer_rq_->head.load(std::memory_order_relaxed);
@@ -100,7 +100,7 @@ bool ShmQp::take_recv(RqEntry* out, Status* why) {
 void ShmQp::push_remote(const Completion& c, Status* sender_status) {
   if (!cq_push(peer_cq_, peer_cq_slots_, peer_cq_cap_, c, 0, 0)) {
     peer_cq_->overrun.store(1, std::memory_order_release);
-    signal::futex_wake_all(signal::low_word(&peer_cq_->tail));
+    wait::futex_wake_all(wait::low_word(&peer_cq_->tail));
     *sender_status = Status::RemoteOperationalError;
   }
 }

@@ -117,7 +117,7 @@ Status ShmQp::execute_write(const SendWr& wr, const uint8_t* inline_src, uint32_
     Completion c = receive_completion(e, Opcode::RecvWriteWithImm, len);
     c.with_imm = true;
     c.imm = wr.imm;
-    signal::store_fence();
+    wait::store_fence();
     push_remote(c, &status);
   }
   return status;
@@ -180,7 +180,7 @@ Status ShmQp::execute_send(const SendWr& wr, const uint8_t* inline_src, uint32_t
       std::memcpy(dst, src, len);
     }
   }
-  signal::store_fence();
+  wait::store_fence();
   push_remote(c, &status);
   byte_len = static_cast<uint32_t>(len);
   return status;
@@ -229,11 +229,8 @@ template <bool kSingle>
   return PostResult::Ok;
 }
 
-// The two fast paths start on a cache line. Where they fell within a line decided a small post's
-// cost, by where unrelated code happened to end: the same Transmitter loop ran 16-byte WRITEs at
-// 93-97 M/s with post_write 48 bytes into a line and at 110-115 M/s with it at the start (one
-// binary each, three runs, same machine hour; the hand-written loop at 110-119 in both). With the
-// alignment fixed, moving the caller's code by 16, 32 or 48 bytes changed nothing measurable.
+// The two fast paths start on a cache line: where they fell within one decided a small post's
+// cost, by where unrelated code happened to end (bench/README.md, "Code position").
 [[gnu::aligned(64)]] PostResult ShmQp::post_send(const SendWr& wr) {
   // The bulk of the traffic, unsignaled one-sided WRITEs whose keys were seen before, on a path
   // of its own that calls nothing: a NIC's doorbell costs a few tens of nanoseconds, and so did

@@ -14,7 +14,7 @@
 #include <immintrin.h>
 #endif
 
-namespace loom::signal {
+namespace loom::wait {
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -72,4 +72,4 @@ class Backoff {
   uint32_t yields_ = kYields;
 };
 
-}  // namespace loom::signal
+}  // namespace loom::wait

@@ -1,11 +1,11 @@
-#include "dsm/signal/futex.hpp"
+#include "dsm/common/futex.hpp"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-namespace loom::signal {
+namespace loom::wait {
 
 void futex_wait(const std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds timeout) {
   struct timespec ts;
@@ -18,4 +18,4 @@ void futex_wake_all(const std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<const uint32_t*>(word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 
-}  // namespace loom::signal
+}  // namespace loom::wait

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace loom::signal {
+namespace loom::wait {
 
 // Sleeps while *word == expected, at most `timeout`. Spurious returns are allowed.
 void futex_wait(const std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds timeout);
@@ -18,4 +18,4 @@ inline const std::atomic<uint32_t>* low_word(const std::atomic<uint64_t>* w) {
   return reinterpret_cast<const std::atomic<uint32_t>*>(w);
 }
 
-}  // namespace loom::signal
+}  // namespace loom::wait
