@@ -232,203 +232,216 @@ void ucx_teardown(Ucx& u) {
 }
 #endif
 
+struct Args {
+  bool quick = false;
+  std::string csv;
+  size_t only = 0;  // one message size, or 0 for all
+};
+
+bool parse_args(int argc, char** argv, Args& a) {
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s == "--quick") a.quick = true;
+    else if (s == "--csv" && i + 1 < argc) a.csv = argv[++i];
+    else if (s == "--size" && i + 1 < argc) a.only = std::strtoull(argv[++i], nullptr, 10);
+    else return false;
+  }
+  return a.only == 0 || (a.only >= 8 && a.only <= kRegion / 2);
+}
+
+// Everything the variants need, built collectively by both ranks.
+struct Fixture {
+  memory::RDMAMemory window;  // where rank 1's WRITEs land
+  Target peer;
+  std::unique_ptr<Mesh> manual, tx, manual_st, tx_st;  // QPs to rank 1 driven by hand / through the Transmitter
+  memory::RDMAMemory src;  // the UCX and memcpy rows' sources: a send queue's worth of the largest messages
+#ifdef LOOM_HAVE_UCX
+  Ucx ucx, ucx_mt;  // UCX's fastest configuration (one thread per worker) and its thread-safe one
+#endif
+
+  explicit Fixture(Runtime& rt) {
+    window = rt.allocator().allocate_chunk(kRegion);
+    std::memset(window.addr, 0, window.size);  // faulted in before any timing
+    Target mine{window.address(), window.rkey, 0};
+    auto all = rt.bootstrap().allgather(std::as_bytes(std::span(&mine, 1)));
+    std::memcpy(&peer, all[1].data(), sizeof peer);
+    fabric::QpCaps caps;
+    caps.max_send_wr = kDepth;
+    caps.max_inline = 64;
+    manual = rt.make_mesh(caps);
+    tx = rt.make_mesh(caps);
+    fabric::QpCaps st_caps = caps;
+    st_caps.single_thread = true;  // thread domains: the counterparts of UCX's single-thread worker
+    manual_st = rt.make_mesh(st_caps);
+    tx_st = rt.make_mesh(st_caps);
+    src = rt.allocator().allocate_chunk(size_t{kDepth} * 65536);
+    std::memset(src.addr, 0x5a, src.size);
+#ifdef LOOM_HAVE_UCX
+    ucx = ucx_setup(rt, kRegion, UCS_THREAD_MODE_SINGLE);
+    ucx_mt = ucx_setup(rt, kRegion, UCS_THREAD_MODE_MULTI);
+#endif
+  }
+
+  void tear_down(Runtime& rt) {
+#ifdef LOOM_HAVE_UCX
+    ucx_teardown(ucx);
+    ucx_teardown(ucx_mt);
+#endif
+    rt.allocator().free_chunk(src);
+    rt.allocator().free_chunk(window);
+  }
+};
+
+enum V { kManual, kTx, kManualSt, kTxSt, kUcx, kUcxMt, kMemcpy, kMemcpyUcx, kVariants };
+const char* const kNames[kVariants] = {"manual-ss", "transmitter", "manual-ss-st", "transmitter-st",
+                                       "ucx-put",   "ucx-put-mt",  "memcpy",       "memcpy-ucx"};
+
+struct Ratios {
+  double tx = 0, tx_st = 0, st_ucx = 0, mt_ucx = 0, bare_ucx = 0;
+};
+
+// The memcpy floors copy into the very memory the WRITEs land in: the peer's window as the shm
+// provider maps it here (two windows of one kind can differ in store bandwidth, which a floor
+// elsewhere would count as software cost), and UCX's region at rank 1 as UCX maps it.
+struct Floors {
+  uint8_t* loom = nullptr;
+  uint8_t* ucx = nullptr;
+};
+
+Floors floors_of(Fixture& fx) {
+  Floors f;
+  f.loom = fx.manual->qp(1).remote_pointer(fx.peer.addr, fx.peer.rkey, kRegion, fabric::kRemoteWrite);
+  if (f.loom == nullptr) f.loom = fx.window.bytes();
+#ifdef LOOM_HAVE_UCX
+  void* mapped = nullptr;
+  if (ucp_rkey_ptr(fx.ucx.rkey, fx.ucx.remote_addr, &mapped) == UCS_OK) f.ucx = static_cast<uint8_t*>(mapped);
+#endif
+  return f;
+}
+
+// One message size: many short rounds, in each every variant once in a balanced order (timings
+// drift by up to 2x within seconds on a shared host). A rate is the median over rounds; a ratio
+// the median over rounds of the ratio within the round (two runs milliseconds apart).
+Ratios measure_size(Runtime& rt, Fixture& fx, const Floors& fl, size_t size, bool quick, std::vector<Row>& rows) {
+  const size_t max_msgs = quick ? 65536 : 131072;
+  const size_t max_bytes = quick ? (32u << 20) : (64u << 20);
+  const int rounds = balanced_cycle(kVariants) * (quick ? 1 : 2);  // whole cycles of the balanced order
+  const size_t count = std::min(max_msgs, std::max<size_t>(1024, max_bytes / size));
+  memory::CircularAllocator units(rt.allocator(), size, 64, 4096);
+  memory::CircularAllocator units_st(rt.allocator(), size, 64, 4096);
+  const std::vector<Slot> slots = slots_of(units), slots_st = slots_of(units_st);
+  auto run = [&](int v) -> double {
+    switch (v) {
+      case kManual: return run_manual(fx.manual->qp(1), *fx.manual->send_cqs[1], slots, fx.peer, size, count);
+      case kTx: return run_transmitter(fx.tx->tx(1), units, fx.peer, size, count);
+      case kManualSt: return run_manual(fx.manual_st->qp(1), *fx.manual_st->send_cqs[1], slots_st, fx.peer, size, count);
+      case kTxSt: return run_transmitter(fx.tx_st->tx(1), units_st, fx.peer, size, count);
+#ifdef LOOM_HAVE_UCX
+      case kUcx: return run_ucx(fx.ucx, fx.src, size, count);
+      case kUcxMt: return run_ucx(fx.ucx_mt, fx.src, size, count);
+#endif
+      case kMemcpy: return run_memcpy(fl.loom, fx.src, size, count);
+      case kMemcpyUcx: return fl.ucx != nullptr ? run_memcpy(fl.ucx, fx.src, size, count) : 0.0;
+      default: return 0.0;  // not built
+    }
+  };
+  std::vector<double> t[kVariants];
+  // Round 0 is a warm-up (page-table entries for the peer's window, caches) and is dropped. The
+  // balanced order (balanced_order.hpp) hands caches over between the variants that share
+  // memory in every direction equally often; each round runs at another stack offset.
+  for (int r = 0; r <= rounds; ++r)
+    run_round(kVariants, r, [&](int v) {
+      double secs = run(v);
+      if (r > 0 && secs > 0) t[v].push_back(secs);
+    });
+  for (int v = 0; v < kVariants; ++v) {
+    if (t[v].empty()) continue;
+    double rate = static_cast<double>(count) / median(t[v]);
+    rows.push_back({kNames[v], size, "msgs_per_s", rate, "1/s"});
+    rows.push_back({kNames[v], size, "MB_per_s", rate * static_cast<double>(size) / 1e6, "MB/s"});
+  }
+  auto ratio = [&](int a, int b) {  // rate of a over rate of b, round by round
+    if (t[a].empty() || t[b].empty()) return 0.0;
+    std::vector<double> q;
+    for (size_t r = 0; r < t[a].size(); ++r) q.push_back(t[b][r] / t[a][r]);
+    return median(q);
+  };
+  return {ratio(kTx, kManual), ratio(kTxSt, kManualSt), ratio(kTxSt, kUcx), ratio(kTx, kUcxMt), ratio(kManualSt, kUcx)};
+}
+
+double rate_of(const std::vector<Row>& rows, const std::string& v, size_t s) {
+  for (auto& r : rows)
+    if (r.variant == v && r.size == s && r.metric == "msgs_per_s") return r.value;
+  return 0.0;
+}
+
+// The table, then the targets from each size's worst ratios.
+void report(const std::vector<Row>& rows, const std::vector<size_t>& sizes, std::map<size_t, Ratios>& ratios, bool quick,
+            double rtt) {
+  std::printf("\nbench_fabric: one-sided WRITE, 2 processes, shm provider, send queue depth %u%s\n", kDepth, quick ? " (quick)" : "");
+  std::printf("%8s %12s %12s %12s %12s %12s %12s %12s %12s %8s %8s %8s %8s\n", "size", "manual-ss/s", "transmitter/s", "manual-st/s",
+              "tx-st/s", "ucx-put/s", "ucx-put-mt/s", "memcpy/s", "memcpy-ucx/s", "tx/man", "txst/mst", "txst/ucx", "tx/ucxmt");
+  double worst_tx = 1e9, worst_tx_st = 1e9, worst_small = 1e9, worst_small_mt = 1e9, worst_small_bare = 1e9;
+  for (size_t s : sizes) {
+    double u = rate_of(rows, "ucx-put", s), v = rate_of(rows, "ucx-put-mt", s);
+    const Ratios& q = ratios[s];
+    std::printf("%8zu", s);
+    for (const char* n : kNames) std::printf(" %12.0f", rate_of(rows, n, s));
+    std::printf(" %8.3f %8.3f %8.3f %8.3f\n", q.tx, q.tx_st, q.st_ucx, q.mt_ucx);
+    worst_tx = std::min(worst_tx, q.tx);
+    worst_tx_st = std::min(worst_tx_st, q.tx_st);
+    if (s <= 64 && u > 0) worst_small = std::min(worst_small, q.st_ucx);
+    if (s <= 64 && u > 0) worst_small_bare = std::min(worst_small_bare, q.bare_ucx);
+    if (s <= 64 && v > 0) worst_small_mt = std::min(worst_small_mt, q.mt_ucx);
+  }
+  double loads[3] = {0, 0, 0};
+  getloadavg(loads, 3);
+  std::printf("pingpong (cache line, shared mapping): round trip %.3f us\n", rtt);
+  std::printf("load average: %.2f %.2f %.2f\n", loads[0], loads[1], loads[2]);
+  std::printf("transmitter vs manual-ss, worst size: %.3f; single-thread QPs: %.3f (target >= 0.85): %s\n", worst_tx, worst_tx_st,
+              std::min(worst_tx, worst_tx_st) >= 0.85 ? "met" : "MISSED");
+  if (worst_small < 1e9) {
+    std::printf("small writes (<= 64 B), worst ratio to UCX in the same thread mode: single-thread %.3f (vs ucx-put), "
+                "thread-safe %.3f (vs ucx-put-mt) (target >= 1.0): %s\n",
+                worst_small, worst_small_mt, std::min(worst_small, worst_small_mt) >= 1.0 ? "met" : "MISSED");
+    std::printf("  the bare single-thread queue pair (manual-ss-st) vs ucx-put, worst size <= 64 B: %.3f\n", worst_small_bare);
+  } else {
+    std::printf("ucx-put baseline not built (libucx-dev missing)\n");
+  }
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::string csv;
-  size_t only = 0;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--quick") quick = true;
-    else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
-    else if (a == "--size" && i + 1 < argc) only = std::strtoull(argv[++i], nullptr, 10);
-    else {
-      std::fprintf(stderr, "usage: loomrun -n 2 bench_fabric [--quick] [--csv FILE] [--size BYTES]\n");
-      return 2;
-    }
+  Args a;
+  if (!parse_args(argc, argv, a)) {
+    std::fprintf(stderr, "usage: loomrun -n 2 bench_fabric [--quick] [--csv FILE] [--size BYTES (8..%zu)]\n", kRegion / 2);
+    return 2;
   }
   Runtime rt(argc, argv);
   if (rt.size() != 2) {
     if (rt.rank() == 0) std::fprintf(stderr, "bench_fabric runs on exactly 2 processes (loomrun -n 2)\n");
     return 2;
   }
-  const bool leader = rt.rank() == 0;
-
-  memory::RDMAMemory window = rt.allocator().allocate_chunk(kRegion);
-  std::memset(window.addr, 0, window.size);  // faulted in before any timing
-  Target mine{window.address(), window.rkey, 0};
-  auto all = rt.bootstrap().allgather(std::as_bytes(std::span(&mine, 1)));
-  Target peer;
-  std::memcpy(&peer, all[1].data(), sizeof peer);
-
-  fabric::QpCaps caps;
-  caps.max_send_wr = kDepth;
-  caps.max_inline = 64;
-  auto manual_mesh = rt.make_mesh(caps);  // its QP to rank 1 is driven by hand
-  auto tx_mesh = rt.make_mesh(caps);      // its QP to rank 1 goes through the Transmitter
-  fabric::QpCaps st_caps = caps;
-  st_caps.single_thread = true;  // thread domains: the counterparts of UCX's single-thread worker
-  auto manual_st_mesh = rt.make_mesh(st_caps);
-  auto tx_st_mesh = rt.make_mesh(st_caps);
-  // The sources of the UCX and memcpy rows: a buffer per WRITE that may be in flight, a send
-  // queue's worth of the largest messages, as a program on a NIC needs.
-  memory::RDMAMemory src = rt.allocator().allocate_chunk(size_t{kDepth} * 65536);
-  std::memset(src.addr, 0x5a, src.size);
-
-#ifdef LOOM_HAVE_UCX
-  // UCX's fastest configuration (a worker used by one thread), and its thread-safe one, which
-  // offers what a Loom queue pair does: many threads may post on it.
-  Ucx ucx = ucx_setup(rt, kRegion, UCS_THREAD_MODE_SINGLE);
-  Ucx ucx_mt = ucx_setup(rt, kRegion, UCS_THREAD_MODE_MULTI);
-#endif
-
+  Fixture fx(rt);
   std::vector<size_t> sizes;
-  for (size_t s = 8; s <= 65536; s *= quick ? 8 : 2) sizes.push_back(s);
+  for (size_t s = 8; s <= 65536; s *= a.quick ? 8 : 2) sizes.push_back(s);
   if (sizes.back() != 65536) sizes.push_back(65536);
-  if (only != 0) {
-    if (only < 8 || only > kRegion / 2) {
-      if (leader) std::fprintf(stderr, "--size must be 8..%zu\n", kRegion / 2);
-      return 2;
-    }
-    sizes = {only};
-  }
-  // Timings here drift by up to 2x within seconds (other tenants of the host). So each size runs
-  // many short rounds; in each round every variant runs once, in a balanced order (see below).
-  // A rate is the median over rounds,
-  // and a ratio is the median over rounds of the ratio within the round (the two runs lie a few
-  // milliseconds apart and see the same machine).
-  const size_t max_msgs = quick ? 65536 : 131072;
-  const size_t max_bytes = quick ? (32u << 20) : (64u << 20);
-  enum V { kManual, kTx, kManualSt, kTxSt, kUcx, kUcxMt, kMemcpy, kMemcpyUcx, kVariants };
-  // Rounds 1..rounds are whole cycles of the balanced order.
-  const int rounds = balanced_cycle(kVariants) * (quick ? 1 : 2);
-  const char* names[kVariants] = {"manual-ss",  "transmitter", "manual-ss-st", "transmitter-st",
-                                  "ucx-put",    "ucx-put-mt",  "memcpy",       "memcpy-ucx"};
-  struct Ratios {
-    double tx = 0, tx_st = 0, st_ucx = 0, mt_ucx = 0, bare_ucx = 0;
-  };
-  std::map<size_t, Ratios> ratios;
+  if (a.only != 0) sizes = {a.only};
   std::vector<Row> rows;
-
-  double loads[3] = {0, 0, 0};
-  if (leader) {
-    // The floor copies into the very memory the WRITEs land in, the peer's window, mapped here by
-    // the shm provider. On this machine two windows of the same kind differed by 1.5x in store
-    // bandwidth (64-byte copies sweeping 8 MiB: 83-87 M/s into our own, 122-130 M/s into the
-    // peer's), which a floor in another region would count as software cost.
-    uint8_t* floor_dst = manual_mesh->qp(1).remote_pointer(peer.addr, peer.rkey, kRegion, fabric::kRemoteWrite);
-    if (floor_dst == nullptr) floor_dst = window.bytes();
-    // The same floor into the memory ucx-put writes to (UCX's own region at rank 1, as UCX maps
-    // it here), so that a difference between the two regions shows in the run that has it.
-    uint8_t* ucx_floor_dst = nullptr;
-#ifdef LOOM_HAVE_UCX
-    void* mapped = nullptr;
-    if (ucp_rkey_ptr(ucx.rkey, ucx.remote_addr, &mapped) == UCS_OK) ucx_floor_dst = static_cast<uint8_t*>(mapped);
-#endif
-    for (size_t size : sizes) {
-      size_t count = std::min(max_msgs, std::max<size_t>(1024, max_bytes / size));
-      memory::CircularAllocator units(rt.allocator(), size, 64, 4096);
-      memory::CircularAllocator units_st(rt.allocator(), size, 64, 4096);
-      const std::vector<Slot> slots = slots_of(units), slots_st = slots_of(units_st);
-      auto run = [&](int v) -> double {
-        switch (v) {
-          case kManual: return run_manual(manual_mesh->qp(1), *manual_mesh->send_cqs[1], slots, peer, size, count);
-          case kTx: return run_transmitter(tx_mesh->tx(1), units, peer, size, count);
-          case kManualSt: return run_manual(manual_st_mesh->qp(1), *manual_st_mesh->send_cqs[1], slots_st, peer, size, count);
-          case kTxSt: return run_transmitter(tx_st_mesh->tx(1), units_st, peer, size, count);
-#ifdef LOOM_HAVE_UCX
-          case kUcx: return run_ucx(ucx, src, size, count);
-          case kUcxMt: return run_ucx(ucx_mt, src, size, count);
-#endif
-          case kMemcpy: return run_memcpy(floor_dst, src, size, count);
-          case kMemcpyUcx: return ucx_floor_dst != nullptr ? run_memcpy(ucx_floor_dst, src, size, count) : 0.0;
-          default: return 0.0;  // not built
-        }
-      };
-      std::vector<double> t[kVariants];
-      // Round 0 is a warm-up (page-table entries for the peer's window, caches) and is dropped.
-      // The rounds run the variants in a balanced order (balanced_order.hpp): a variant inherits
-      // caches from the one before it, and the variants that share memory (manual and
-      // Transmitter rows read the same buffers and write the same window) hand them over in
-      // every direction equally often. All variants of a round run at the same stack offset,
-      // each round at another.
-      for (int r = 0; r <= rounds; ++r)
-        run_round(kVariants, r, [&](int v) {
-          double secs = run(v);
-          if (r > 0 && secs > 0) t[v].push_back(secs);
-        });
-      auto add = [&](int v) {
-        if (t[v].empty()) return;
-        double rate = static_cast<double>(count) / median(t[v]);
-        rows.push_back({names[v], size, "msgs_per_s", rate, "1/s"});
-        rows.push_back({names[v], size, "MB_per_s", rate * static_cast<double>(size) / 1e6, "MB/s"});
-      };
-      for (int v = 0; v < kVariants; ++v) add(v);
-      // Rate of `a` over rate of `b`, round by round.
-      auto ratio = [&](int a, int b) {
-        if (t[a].empty() || t[b].empty()) return 0.0;
-        std::vector<double> q;
-        for (size_t r = 0; r < t[a].size(); ++r) q.push_back(t[b][r] / t[a][r]);
-        return median(q);
-      };
-      ratios[size] = {ratio(kTx, kManual), ratio(kTxSt, kManualSt), ratio(kTxSt, kUcx), ratio(kTx, kUcxMt),
-                      ratio(kManualSt, kUcx)};
-    }
+  std::map<size_t, Ratios> ratios;
+  if (rt.rank() == 0) {
+    const Floors fl = floors_of(fx);
+    for (size_t size : sizes) ratios[size] = measure_size(rt, fx, fl, size, a.quick, rows);
   }
   rt.barrier();
-  double rtt = pingpong_rtt_us(rt, quick ? 20000 : 100000);
-  if (leader) {
+  double rtt = pingpong_rtt_us(rt, a.quick ? 20000 : 100000);
+  if (rt.rank() == 0) {
     rows.push_back({"pingpong", 64, "rtt_us", rtt, "us"});
-    getloadavg(loads, 3);
-    auto get = [&](const std::string& v, size_t s) {
-      for (auto& r : rows)
-        if (r.variant == v && r.size == s && r.metric == "msgs_per_s") return r.value;
-      return 0.0;
-    };
-    std::printf("\nbench_fabric: one-sided WRITE, 2 processes, shm provider, send queue depth %u%s\n", kDepth,
-                quick ? " (quick)" : "");
-    std::printf("%8s %12s %12s %12s %12s %12s %12s %12s %12s %8s %8s %8s %8s\n", "size", "manual-ss/s", "transmitter/s",
-                "manual-st/s", "tx-st/s", "ucx-put/s", "ucx-put-mt/s", "memcpy/s", "memcpy-ucx/s", "tx/man", "txst/mst",
-                "txst/ucx", "tx/ucxmt");
-    double worst_tx = 1e9, worst_tx_st = 1e9, worst_small = 1e9, worst_small_mt = 1e9, worst_small_bare = 1e9;
-    for (size_t s : sizes) {
-      double m = get("manual-ss", s), t = get("transmitter", s), ms = get("manual-ss-st", s), ts = get("transmitter-st", s),
-             u = get("ucx-put", s), v = get("ucx-put-mt", s), c = get("memcpy", s), cu = get("memcpy-ucx", s);
-      const Ratios& q = ratios[s];
-      std::printf("%8zu %12.0f %12.0f %12.0f %12.0f %12.0f %12.0f %12.0f %12.0f %8.3f %8.3f %8.3f %8.3f\n", s, m, t, ms, ts, u, v,
-                  c, cu, q.tx, q.tx_st, q.st_ucx, q.mt_ucx);
-      worst_tx = std::min(worst_tx, q.tx);
-      worst_tx_st = std::min(worst_tx_st, q.tx_st);
-      if (s <= 64 && u > 0) worst_small = std::min(worst_small, q.st_ucx);
-      if (s <= 64 && u > 0) worst_small_bare = std::min(worst_small_bare, q.bare_ucx);
-      if (s <= 64 && v > 0) worst_small_mt = std::min(worst_small_mt, q.mt_ucx);
-    }
-    std::printf("pingpong (cache line, shared mapping): round trip %.3f us\n", rtt);
-    std::printf("load average: %.2f %.2f %.2f\n", loads[0], loads[1], loads[2]);
-    std::printf("transmitter vs manual-ss, worst size: %.3f; single-thread QPs: %.3f (target >= 0.85): %s\n", worst_tx,
-                worst_tx_st, std::min(worst_tx, worst_tx_st) >= 0.85 ? "met" : "MISSED");
-    if (worst_small < 1e9) {
-      std::printf("small writes (<= 64 B), worst ratio to UCX in the same thread mode: single-thread %.3f (vs ucx-put), "
-                  "thread-safe %.3f (vs ucx-put-mt) (target >= 1.0): %s\n",
-                  worst_small, worst_small_mt, std::min(worst_small, worst_small_mt) >= 1.0 ? "met" : "MISSED");
-      std::printf("  the bare single-thread queue pair (manual-ss-st) vs ucx-put, worst size <= 64 B: %.3f\n", worst_small_bare);
-    } else
-      std::printf("ucx-put baseline not built (libucx-dev missing)\n");
-    if (!csv.empty()) {
-      std::ofstream f(csv);
-      f << "variant,size,metric,value,unit\n";
-      for (auto& r : rows) f << r.variant << ',' << r.size << ',' << r.metric << ',' << r.value << ',' << r.unit << '\n';
-      std::printf("wrote %s\n", csv.c_str());
-    }
+    report(rows, sizes, ratios, a.quick, rtt);
+    if (!a.csv.empty()) write_csv(a.csv, rows);
   }
   rt.barrier();
-#ifdef LOOM_HAVE_UCX
-  ucx_teardown(ucx);
-  ucx_teardown(ucx_mt);
-#endif
-  rt.allocator().free_chunk(src);
-  rt.allocator().free_chunk(window);
+  fx.tear_down(rt);
   return 0;
 }

@@ -177,20 +177,113 @@ double run_ucx_am(Runtime& rt, size_t size, uint64_t count) {
 }
 #endif
 
+struct Args {
+  bool quick = false;
+  std::string csv, only;
+  bool want(const char* v) const { return only.empty() || only == v; }
+};
+
+bool parse_args(int argc, char** argv, Args& a) {
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s == "--quick") a.quick = true;
+    else if (s == "--csv" && i + 1 < argc) a.csv = argv[++i];
+    else if (s == "--only" && i + 1 < argc) a.only = argv[++i];
+    else return false;
+  }
+  return true;
+}
+
+// Per size, the variants run interleaved: three rounds, each in another row of a balanced order
+// (balanced_order.hpp), so that no variant always runs after the same one, and each round at
+// another stack offset. A figure is the best of its three runs (the seed averages three runs;
+// the machine is shared and noisy, and the best is the run least disturbed).
+struct Case {
+  const char* variant;
+  size_t size;
+  std::function<double()> run;
+};
+
+void run_interleaved(const std::vector<Case>& cases, bool leader, std::vector<Row>& rows) {
+  std::vector<double> best(cases.size(), 0.0);
+  for (int r = 0; r < 3; ++r)
+    run_round(static_cast<int>(cases.size()), r, [&](int k) {
+      double& b = best[static_cast<size_t>(k)];
+      b = std::max(b, cases[static_cast<size_t>(k)].run());
+    });
+  if (!leader) return;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    rows.push_back({cases[k].variant, cases[k].size, "calls_per_s", best[k], "calls/s"});
+    rows.push_back({cases[k].variant, cases[k].size, "MB_per_s", best[k] * static_cast<double>(cases[k].size) / 1e6, "MB/s"});
+  }
+}
+
+// The call rates of every variant at one size N.
+template <size_t N>
+void measure_size(Runtime& rt, Invoker& inv, const Args& a, std::vector<Row>& rows) {
+  const uint64_t n = a.quick ? 200000 : 2000000;
+  const uint64_t n_send = a.quick ? 20000 : 200000;
+  std::vector<Case> cases;
+  if (a.want("send")) cases.push_back({"send", N, [&] { return run_calls<N>(inv, Variant::Send, n_send); }});
+  if (a.want("write")) cases.push_back({"write", N, [&] { return run_calls<N>(inv, Variant::Write, n); }});
+  if (a.want("trad")) cases.push_back({"trad", N, [&] { return run_calls<N>(inv, Variant::Trad, n); }});
+  if (a.want("ovfl")) cases.push_back({"ovfl", N, [&] { return run_calls<N>(inv, Variant::Ovfl, n); }});
+  if (a.want("max-raw")) cases.push_back({"max-raw", N, [&] { return run_raw(inv, N, n); }});
+  // The denominator of the trad 256 B target runs in the same rounds as trad 256 B.
+  if (N == 256 && a.want("max-raw")) cases.push_back({"max-raw", 4096, [&] { return run_raw(inv, 4096, n / 8); }});
+#ifdef LOOM_HAVE_UCX
+  if (a.want("ucx-am")) cases.push_back({"ucx-am", N, [&] { return run_ucx_am(rt, N, n); }});
+#else
+  (void)rt;
+#endif
+  run_interleaved(cases, rt.rank() == 0, rows);
+}
+
+double value_of(const std::vector<Row>& rows, const std::string& v, size_t s, const char* m) {
+  for (auto& r : rows)
+    if (r.variant == v && r.size == s && r.metric == m) return r.value;
+  return 0.0;
+}
+
+void print_table(const std::vector<Row>& rows, bool quick) {
+  std::printf("\nbench_invoke: remote calls, 2 processes, shm provider%s (calls/s; MB/s of call payload)\n",
+              quick ? " (quick)" : "");
+  std::printf("%6s %12s %12s %12s %12s %12s %12s\n", "size", "send", "write", "trad", "ovfl", "max-raw", "ucx-am");
+  for (size_t s : {size_t{8}, size_t{64}, size_t{256}}) {
+    std::printf("%6zu", s);
+    for (const char* v : {"send", "write", "trad", "ovfl", "max-raw", "ucx-am"}) std::printf(" %12.0f", value_of(rows, v, s, "calls_per_s"));
+    std::printf("\n%6s", "MB/s");
+    for (const char* v : {"send", "write", "trad", "ovfl", "max-raw", "ucx-am"}) std::printf(" %12.1f", value_of(rows, v, s, "MB_per_s"));
+    std::printf("\n");
+  }
+}
+
+// The targets, each only when its figures were measured (--only leaves some out).
+void report(const std::vector<Row>& rows, const Args& a, double rtt, double pp) {
+  print_table(rows, a.quick);
+  double am8 = value_of(rows, "ucx-am", 8, "calls_per_s"), w8 = value_of(rows, "write", 8, "calls_per_s");
+  double trad256 = value_of(rows, "trad", 256, "MB_per_s"), raw4k = value_of(rows, "max-raw", 4096, "MB_per_s");
+  std::printf("max-raw 4 KiB WRITEs: %.1f MB/s\n", raw4k);
+  std::printf("call_return 8 B round trip: %.3f us; cache-line ping-pong: %.3f us\n", rtt, pp);
+  std::printf("load average: %.2f\n", load_average());
+  if (am8 > 0 && w8 > 0) std::printf("write/ucx-am at 8 B: %.2f (target >= 2.0): %s\n", w8 / am8, w8 / am8 >= 2.0 ? "met" : "MISSED");
+#ifndef LOOM_HAVE_UCX
+  std::printf("ucx-am baseline not built (libucx-dev missing)\n");
+#endif
+  if (trad256 > 0 && raw4k > 0)
+    std::printf("trad 256 B / max-raw 4 KiB: %.3f (target >= 0.90): %s\n", trad256 / raw4k, trad256 / raw4k >= 0.9 ? "met" : "MISSED");
+  if (rtt > 0 && pp > 0)
+    std::printf("call_return / ping-pong: %.2f (target <= 1.5): %s\n", rtt / pp, rtt / pp <= 1.5 ? "met" : "MISSED");
+  if (!a.csv.empty()) write_csv(a.csv, rows);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::string csv, only;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--quick") quick = true;
-    else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
-    else if (a == "--only" && i + 1 < argc) only = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: loomrun -n 2 bench_invoke [--quick] [--csv FILE] [--only VARIANT]\n");
-      return 2;
-    }
+  Args a;
+  if (!parse_args(argc, argv, a)) {
+    std::fprintf(stderr, "usage: loomrun -n 2 bench_invoke [--quick] [--csv FILE] [--only VARIANT]\n");
+    return 2;
   }
   Runtime rt(argc, argv);
   if (rt.size() < 2) {
@@ -200,91 +293,17 @@ int main(int argc, char** argv) {
   Config cfg = Config::from_env();
   cfg.chunk_size = size_t{1} << 20;
   Invoker inv(rt, cfg);
-  const uint64_t n = quick ? 200000 : 2000000;
-  const uint64_t n_send = quick ? 20000 : 200000;
   std::vector<Row> rows;
-  const bool leader = rt.rank() == 0;
-  auto want = [&](const char* v) { return only.empty() || only == v; };
-  auto add = [&](const char* v, size_t size, double calls_per_s) {
-    if (!leader) return;
-    rows.push_back({v, size, "calls_per_s", calls_per_s, "calls/s"});
-    rows.push_back({v, size, "MB_per_s", calls_per_s * static_cast<double>(size) / 1e6, "MB/s"});
-  };
-  auto sizes = [&](auto&& fn) {
-    fn(std::integral_constant<size_t, 8>{});
-    fn(std::integral_constant<size_t, 64>{});
-    fn(std::integral_constant<size_t, 256>{});
-  };
-  // Per size, the variants run interleaved: three rounds, each in another row of a balanced order
-  // (balanced_order.hpp), so that no variant always runs after the same one, and each round at
-  // another stack offset. A figure is the best of its three runs (the seed averages three runs;
-  // the machine is shared and noisy, and the best is the run least disturbed).
-  struct Case {
-    const char* variant;
-    size_t size;
-    std::function<double()> run;
-  };
-  auto run_interleaved = [&](const std::vector<Case>& cases) {
-    std::vector<double> best(cases.size(), 0.0);
-    for (int r = 0; r < 3; ++r)
-      run_round(static_cast<int>(cases.size()), r, [&](int k) {
-        double& b = best[static_cast<size_t>(k)];
-        b = std::max(b, cases[static_cast<size_t>(k)].run());
-      });
-    for (size_t k = 0; k < cases.size(); ++k) add(cases[k].variant, cases[k].size, best[k]);
-  };
-  sizes([&](auto c) {
-    constexpr size_t N = decltype(c)::value;
-    std::vector<Case> cases;
-    if (want("send")) cases.push_back({"send", N, [&] { return run_calls<N>(inv, Variant::Send, n_send); }});
-    if (want("write")) cases.push_back({"write", N, [&] { return run_calls<N>(inv, Variant::Write, n); }});
-    if (want("trad")) cases.push_back({"trad", N, [&] { return run_calls<N>(inv, Variant::Trad, n); }});
-    if (want("ovfl")) cases.push_back({"ovfl", N, [&] { return run_calls<N>(inv, Variant::Ovfl, n); }});
-    if (want("max-raw")) cases.push_back({"max-raw", N, [&] { return run_raw(inv, N, n); }});
-    // The denominator of the trad 256 B target runs in the same rounds as trad 256 B.
-    if (N == 256 && want("max-raw")) cases.push_back({"max-raw", 4096, [&] { return run_raw(inv, 4096, n / 8); }});
-#ifdef LOOM_HAVE_UCX
-    if (want("ucx-am")) cases.push_back({"ucx-am", N, [&] { return run_ucx_am(rt, N, n); }});
-#endif
-    run_interleaved(cases);
-  });
-  double rtt = want("call_return") ? call_return_rtt_us(inv, quick ? 20000 : 100000) : 0;
-  double pp = want("pingpong") || want("call_return") ? pingpong_rtt_us(rt, quick ? 20000 : 100000) : 0;
-  if (leader) {
+  measure_size<8>(rt, inv, a, rows);
+  measure_size<64>(rt, inv, a, rows);
+  measure_size<256>(rt, inv, a, rows);
+  const int rounds = a.quick ? 20000 : 100000;
+  double rtt = a.want("call_return") ? call_return_rtt_us(inv, rounds) : 0;
+  double pp = a.want("pingpong") || a.want("call_return") ? pingpong_rtt_us(rt, rounds) : 0;
+  if (rt.rank() == 0) {
     rows.push_back({"call_return", 8, "rtt_us", rtt, "us"});
     rows.push_back({"pingpong", 64, "rtt_us", pp, "us"});
-    auto get = [&](const std::string& v, size_t s, const char* m) {
-      for (auto& r : rows)
-        if (r.variant == v && r.size == s && r.metric == m) return r.value;
-      return 0.0;
-    };
-    std::printf("\nbench_invoke: remote calls, 2 processes, shm provider%s (calls/s; MB/s of call payload)\n",
-                quick ? " (quick)" : "");
-    std::printf("%6s %12s %12s %12s %12s %12s %12s\n", "size", "send", "write", "trad", "ovfl", "max-raw", "ucx-am");
-    for (size_t s : {size_t{8}, size_t{64}, size_t{256}}) {
-      std::printf("%6zu", s);
-      for (const char* v : {"send", "write", "trad", "ovfl", "max-raw", "ucx-am"}) std::printf(" %12.0f", get(v, s, "calls_per_s"));
-      std::printf("\n%6s", "MB/s");
-      for (const char* v : {"send", "write", "trad", "ovfl", "max-raw", "ucx-am"}) std::printf(" %12.1f", get(v, s, "MB_per_s"));
-      std::printf("\n");
-    }
-    double am8 = get("ucx-am", 8, "calls_per_s"), w8 = get("write", 8, "calls_per_s");
-    double trad256 = get("trad", 256, "MB_per_s"), raw4k = get("max-raw", 4096, "MB_per_s");
-    std::printf("max-raw 4 KiB WRITEs: %.1f MB/s\n", raw4k);
-    std::printf("call_return 8 B round trip: %.3f us; cache-line ping-pong: %.3f us\n", rtt, pp);
-    std::printf("load average: %.2f\n", load_average());
-    if (am8 > 0 && w8 > 0)
-      std::printf("write/ucx-am at 8 B: %.2f (target >= 2.0): %s\n", w8 / am8, w8 / am8 >= 2.0 ? "met" : "MISSED");
-#ifndef LOOM_HAVE_UCX
-    std::printf("ucx-am baseline not built (libucx-dev missing)\n");
-#endif
-    // With --only, a target whose figures were not measured is left out.
-    if (trad256 > 0 && raw4k > 0)
-      std::printf("trad 256 B / max-raw 4 KiB: %.3f (target >= 0.90): %s\n", trad256 / raw4k,
-                  trad256 / raw4k >= 0.9 ? "met" : "MISSED");
-    if (rtt > 0 && pp > 0)
-      std::printf("call_return / ping-pong: %.2f (target <= 1.5): %s\n", rtt / pp, rtt / pp <= 1.5 ? "met" : "MISSED");
-    if (!csv.empty()) write_csv(csv, rows);
+    report(rows, a, rtt, pp);
   }
   return 0;
 }
