@@ -171,6 +171,15 @@ TEST_F(Launcher, ABadTimeoutIsRefused) {
   EXPECT_FALSE(segments_left());
 }
 
+// A bad setting read by loomrun itself is a clear error, not an abort with an uncaught
+// exception (issue 17, B7).
+TEST_F(Launcher, ABadSettingOfTheLauncherIsAClearError) {
+  auto r = run("LOOM_SWEEP=abc LOOM_SHM_DIR=" + dir_.string() + " " + LOOMRUN_PATH + " -n 1 true");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("loomrun: LOOM_SWEEP='abc' is not a boolean"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+}
+
 // "--" ends loomrun's options (a program whose name starts with '-', or options passed on);
 // it was refused as an unknown option.
 TEST_F(Launcher, DoubleDashEndsTheOptions) {

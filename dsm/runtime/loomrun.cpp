@@ -303,10 +303,7 @@ class Supervisor {
   clock::time_point term_at_;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const Options o = parse_options(argc, argv);
+int run_job(const Options& o, char** argv) {
   std::string job_id, job_dir;
   if (!set_up_job(o.n, job_id, job_dir)) return 1;
   catch_signals();
@@ -315,4 +312,17 @@ int main(int argc, char** argv) {
   if (start_ranks(o, argv, job_id, job_dir, kids)) code = Supervisor(o, kids).run();
   loom::runtime::remove_job_dir(job_dir, job_id);
   return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse_options(argc, argv);
+  try {
+    return run_job(o, argv);
+  } catch (const std::exception& e) {
+    // A bad setting (LOOM_SWEEP, LOOM_SHM_DIR, ...) before any rank started.
+    std::fprintf(stderr, "loomrun: %s\n", e.what());
+    return 2;
+  }
 }
