@@ -248,38 +248,36 @@ double read_heavy(Runtime& rt, const Policy& p, int iters) {
   return sec;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Runtime rt(argc, argv);
+struct Args {
   bool quick = false;
   std::string csv;
+};
+
+bool parse_args(int argc, char** argv, Args& a) {
   for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--quick") quick = true;
-    else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
-    else {
-      if (rt.rank() == 0) std::fprintf(stderr, "usage: loomrun -n 2 bench_coherence [--quick] [--csv FILE]\n");
-      return 2;
-    }
+    std::string s = argv[i];
+    if (s == "--quick") a.quick = true;
+    else if (s == "--csv" && i + 1 < argc) a.csv = argv[++i];
+    else return false;
   }
-  if (rt.size() != 2) {
-    if (rt.rank() == 0) std::fprintf(stderr, "bench_coherence runs on 2 processes (loomrun -n 2)\n");
-    return 2;
-  }
-  const bool leader = rt.rank() == 0;
-  std::vector<Row> rows;
-  double floor4k = fabric_read_us(rt, 4096, quick ? 2000 : 20000);
-  double floor8 = fabric_read_us(rt, 8, quick ? 2000 : 20000);
-  double fault_floor = page_fault_floor_us(quick ? 1024 : 4096);
-  Micro m = micro(rt, quick);
-  struct Abl {
-    std::string name;
-    double w, r;
-  };
-  // The policies run interleaved, each repetition in another row of a balanced order
-  // (balanced_order.hpp; four repetitions make a full cycle), so that no policy always inherits
-  // the caches and page tables of the same predecessor (run_round); each figure is the median.
+  return true;
+}
+
+// What each step needs at least: fabric READs of 4 KiB and 8 B, and the kernel's fault plus
+// mprotect.
+struct Floors {
+  double read4k = 0, read8 = 0, fault = 0;
+};
+
+struct Abl {
+  std::string name;
+  double w, r;
+};
+
+// Seed 003's ablation. The policies run interleaved, each repetition in another row of a
+// balanced order (balanced_order.hpp; four repetitions make a full cycle), so that no policy
+// always inherits the caches and page tables of the same predecessor; each figure is a median.
+std::vector<Abl> ablation(Runtime& rt, bool quick) {
   const std::vector<const char*> policies = {"floating-ts", "floating-dir", "fixed-ts", "fixed-dir"};
   const int reps = quick ? 1 : balanced_cycle(static_cast<int>(policies.size()));
   std::vector<std::vector<double>> w(policies.size()), rd(policies.size());
@@ -291,47 +289,82 @@ int main(int argc, char** argv) {
     });
   std::vector<Abl> abl;
   for (size_t k = 0; k < policies.size(); ++k) abl.push_back({policies[k], median(w[k]), median(rd[k])});
-  if (leader) {
-    rows.push_back({"fabric-read", 4096, "us", floor4k, "us"});
-    rows.push_back({"fabric-read", 8, "us", floor8, "us"});
-    rows.push_back({"page-fault-floor", 4096, "us", fault_floor, "us"});
-    rows.push_back({"read-miss", 4096, "us", m.read_miss, "us"});
-    rows.push_back({"read-miss-explicit", 4096, "us", m.read_miss_explicit, "us"});
-    rows.push_back({"first-write", 4096, "us", m.first_write, "us"});
-    rows.push_back({"release-per-block", 4096, "us", m.release_block, "us"});
-    rows.push_back({"lock-unlock", 0, "us", m.lock_unlock, "us"});
-    rows.push_back({"lock-unlock-contended", 0, "us", m.lock_contended, "us"});
-    rows.push_back({"barrier", 0, "us", m.barrier, "us"});
-    for (auto& a : abl) {
-      rows.push_back({"write-heavy/" + a.name, 4096, "s", a.w, "s"});
-      rows.push_back({"read-heavy/" + a.name, 4096, "s", a.r, "s"});
-    }
+  return abl;
+}
+
+std::vector<Row> rows_of(const Floors& f, const Micro& m, const std::vector<Abl>& abl) {
+  std::vector<Row> rows = {
+      {"fabric-read", 4096, "us", f.read4k, "us"},          {"fabric-read", 8, "us", f.read8, "us"},
+      {"page-fault-floor", 4096, "us", f.fault, "us"},       {"read-miss", 4096, "us", m.read_miss, "us"},
+      {"read-miss-explicit", 4096, "us", m.read_miss_explicit, "us"},
+      {"first-write", 4096, "us", m.first_write, "us"},      {"release-per-block", 4096, "us", m.release_block, "us"},
+      {"lock-unlock", 0, "us", m.lock_unlock, "us"},         {"lock-unlock-contended", 0, "us", m.lock_contended, "us"},
+      {"barrier", 0, "us", m.barrier, "us"}};
+  for (auto& a : abl) {
+    rows.push_back({"write-heavy/" + a.name, 4096, "s", a.w, "s"});
+    rows.push_back({"read-heavy/" + a.name, 4096, "s", a.r, "s"});
+  }
+  return rows;
+}
+
+void report_micro(const Floors& f, const Micro& m) {
+  std::printf("%-28s %10s %10s %8s %s\n", "figure", "Loom us", "floor us", "ratio", "(floor: fabric ops the step needs at least)");
+  auto line = [](const char* what, double v, double floor) {
+    std::printf("%-28s %10.3f %10.3f %8.2f\n", what, v, floor, floor > 0 ? v / floor : 0.0);
+  };
+  line("read miss 4 KiB (fault)", m.read_miss, f.read4k + f.read8 + f.fault);
+  line("read miss 4 KiB (explicit)", m.read_miss_explicit, f.read4k + f.read8);
+  line("first write (twin)", m.first_write, f.fault);
+  line("release per dirty block", m.release_block, 2 * f.read8 + f.read4k);
+  line("lock + unlock", m.lock_unlock, 4 * f.read8);
+  line("lock + unlock, contended", m.lock_contended, 4 * f.read8);
+  line("barrier, 2 processes", m.barrier, 2 * f.read8);
+  std::printf("fabric READ: 4 KiB %.3f us, 8 B %.3f us; page fault + mprotect: %.3f us\n", f.read4k, f.read8, f.fault);
+}
+
+void report_ablation(const std::vector<Abl>& abl) {
+  std::printf("\nablation (seconds; lower is better; ratio to fixed-dir, the seed's baseline)\n");
+  std::printf("%-14s %12s %8s %12s %8s\n", "policy", "write-heavy", "ratio", "read-heavy", "ratio");
+  double bw = abl.back().w, br = abl.back().r;
+  for (auto& a : abl) std::printf("%-14s %12.4f %8.2f %12.4f %8.2f\n", a.name.c_str(), a.w, a.w / bw, a.r, a.r / br);
+}
+
+void report_targets(const Floors& f, const Micro& m) {
+  std::printf("load average: %.2f\n", load_average());
+  std::printf("targets (ArgoDSM here: 10, 56-77, 3-4 us):\n");
+  std::printf("  read miss <= 2 us: explicit %.2f us %s; through a fault %.2f us %s (the kernel's fault + mprotect alone: %.2f us)\n",
+              m.read_miss_explicit, m.read_miss_explicit <= 2 ? "met" : "MISSED", m.read_miss, m.read_miss <= 2 ? "met" : "MISSED",
+              f.fault);
+  std::printf("  barrier <= 3 us: %.2f us %s\n", m.barrier, m.barrier <= 3 ? "met" : "MISSED");
+  std::printf("  release <= 1 us per dirty block: %.2f us %s\n", m.release_block, m.release_block <= 1 ? "met" : "MISSED");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Runtime rt(argc, argv);
+  Args a;
+  if (!parse_args(argc, argv, a)) {
+    if (rt.rank() == 0) std::fprintf(stderr, "usage: loomrun -n 2 bench_coherence [--quick] [--csv FILE]\n");
+    return 2;
+  }
+  if (rt.size() != 2) {
+    if (rt.rank() == 0) std::fprintf(stderr, "bench_coherence runs on 2 processes (loomrun -n 2)\n");
+    return 2;
+  }
+  Floors f;
+  f.read4k = fabric_read_us(rt, 4096, a.quick ? 2000 : 20000);
+  f.read8 = fabric_read_us(rt, 8, a.quick ? 2000 : 20000);
+  f.fault = page_fault_floor_us(a.quick ? 1024 : 4096);
+  const Micro m = micro(rt, a.quick);
+  const std::vector<Abl> abl = ablation(rt, a.quick);
+  if (rt.rank() == 0) {
     std::printf("\nbench_coherence: shared regions, 2 processes, %s provider%s\n", rt.provider().info().name.c_str(),
-                quick ? " (quick)" : "");
-    std::printf("%-28s %10s %10s %8s %s\n", "figure", "Loom us", "floor us", "ratio", "(floor: fabric ops the step needs at least)");
-    auto line = [](const char* what, double v, double floor) {
-      std::printf("%-28s %10.3f %10.3f %8.2f\n", what, v, floor, floor > 0 ? v / floor : 0.0);
-    };
-    line("read miss 4 KiB (fault)", m.read_miss, floor4k + floor8 + fault_floor);
-    line("read miss 4 KiB (explicit)", m.read_miss_explicit, floor4k + floor8);
-    line("first write (twin)", m.first_write, fault_floor);
-    line("release per dirty block", m.release_block, 2 * floor8 + floor4k);
-    line("lock + unlock", m.lock_unlock, 4 * floor8);
-    line("lock + unlock, contended", m.lock_contended, 4 * floor8);
-    line("barrier, 2 processes", m.barrier, 2 * floor8);
-    std::printf("fabric READ: 4 KiB %.3f us, 8 B %.3f us; page fault + mprotect: %.3f us\n", floor4k, floor8, fault_floor);
-    std::printf("\nablation (seconds; lower is better; ratio to fixed-dir, the seed's baseline)\n");
-    std::printf("%-14s %12s %8s %12s %8s\n", "policy", "write-heavy", "ratio", "read-heavy", "ratio");
-    double bw = abl.back().w, br = abl.back().r;
-    for (auto& a : abl) std::printf("%-14s %12.4f %8.2f %12.4f %8.2f\n", a.name.c_str(), a.w, a.w / bw, a.r, a.r / br);
-    std::printf("load average: %.2f\n", load_average());
-    std::printf("targets (ArgoDSM here: 10, 56-77, 3-4 us):\n");
-    std::printf("  read miss <= 2 us: explicit %.2f us %s; through a fault %.2f us %s (the kernel's fault + mprotect alone: %.2f us)\n",
-                m.read_miss_explicit, m.read_miss_explicit <= 2 ? "met" : "MISSED", m.read_miss, m.read_miss <= 2 ? "met" : "MISSED",
-                fault_floor);
-    std::printf("  barrier <= 3 us: %.2f us %s\n", m.barrier, m.barrier <= 3 ? "met" : "MISSED");
-    std::printf("  release <= 1 us per dirty block: %.2f us %s\n", m.release_block, m.release_block <= 1 ? "met" : "MISSED");
-    if (!csv.empty()) write_csv(csv, rows);
+                a.quick ? " (quick)" : "");
+    report_micro(f, m);
+    report_ablation(abl);
+    report_targets(f, m);
+    if (!a.csv.empty()) write_csv(a.csv, rows_of(f, m, abl));
   }
   return 0;
 }
