@@ -20,6 +20,15 @@ std::atomic<bool> g_exists{false};
 std::shared_mutex g_life;
 std::atomic<uint64_t> g_invoker_serial{1};
 
+// The worker thread whose calls this thread is running (a helper polling another thread's
+// Inbox), or -1: inside those calls, self() is that worker thread.
+thread_local int t_running_for = -1;
+struct RunningFor {
+  int saved;
+  explicit RunningFor(int index) : saved(t_running_for) { t_running_for = index; }
+  ~RunningFor() { t_running_for = saved; }
+};
+
 // The handlers find the current Invoker; they are registered once per Service.
 void register_service_handlers(runtime::Service& service) {
   static std::mutex reg_mu;
@@ -86,9 +95,17 @@ Invoker::~Invoker() {
 }
 
 Thread Invoker::self() const {
+  if (t_running_for >= 0) return Thread{rt_.rank(), t_running_for};
   const ThreadName& n = this_thread_name();
   if (n.label.empty()) fail("invoke: this thread was not started by the Loom runtime (use Runtime::spawn)");
+  if (n.thread >= threads_)
+    fail("invoke: thread '", n.label, "' is a helper: it is a destination only while it runs calls addressed to a worker thread");
   return Thread{rt_.rank(), n.thread};
+}
+
+bool Invoker::is_helper() const {
+  const ThreadName& n = this_thread_name();
+  return t_running_for < 0 && !n.label.empty() && n.thread >= threads_;
 }
 
 void Invoker::check_failed(Thread t) const {
@@ -106,13 +123,13 @@ MessengerGlobal& Invoker::messengers_slow() {
 void Invoker::flush() { messengers().flush(); }
 
 int Invoker::poll() {
-  Thread me = self();
-  if (me.index >= threads_) return 0;
-  return inboxes_[static_cast<size_t>(me.index)]->poll();
+  if (is_helper()) return 0;
+  return inboxes_[static_cast<size_t>(self().index)]->poll();
 }
 
 int Invoker::poll(int index) {
   if (index < 0 || index >= threads_) fail("invoke: no thread ", index, " to poll");
+  RunningFor as(index);
   return inboxes_[static_cast<size_t>(index)]->poll();
 }
 
@@ -155,7 +172,10 @@ void Invoker::helper_loop(int) {
   wait::Backoff b;
   while (!stop_.load(std::memory_order_acquire)) {
     int n = 0;
-    for (auto& in : inboxes_) n += in->poll();
+    for (int k = 0; k < threads_; ++k) {
+      RunningFor as(k);
+      n += inboxes_[static_cast<size_t>(k)]->poll();
+    }
     if (async_n_.load(std::memory_order_acquire) != 0) drain_async_all();
     messengers().flush();  // broadcasts forwarded by this helper
     if (n > 0) b.reset();

@@ -42,7 +42,8 @@ class Invoker {
   int total_threads() const { return threads_ * ranks_; }
   int gid(Thread t) const { return t.rank * threads_ + t.index; }
   Thread thread_of(int gid) const { return Thread{gid / threads_, gid % threads_}; }
-  // The calling thread as a destination (its Runtime thread index must be < threads()).
+  // The calling thread as a destination: a worker thread's own index; on a helper, the worker
+  // thread whose calls it is running (a helper outside a call is no destination: an error).
   Thread self() const;
   void check(Thread t) const {
     if (static_cast<unsigned>(t.rank) >= static_cast<unsigned>(ranks_) ||
@@ -98,6 +99,7 @@ class Invoker {
 
  private:
   [[noreturn]] void check_failed(Thread t) const;
+  bool is_helper() const;  // a helper thread, not running calls just now
   MessengerGlobal& messengers_slow();
   struct TlsGlobal {
     uint64_t serial;
