@@ -39,6 +39,36 @@ TEST(Service, RequestReplyBetweenEveryPair) {
   EXPECT_EQ(seen.load(), rt().size());
 }
 
+// A reply larger than a service message is an error at the caller, not a hang (issue 17 B1); so
+// is an error text larger than a message.
+TEST(Service, AReplyTooLargeIsAnErrorNotAHang) {
+  const size_t limit = rt().service().max_payload();
+  rt().service().register_handler("test.too-large", [limit](const runtime::ServiceRequest&) {
+    return std::vector<std::byte>(limit + 1000, std::byte{7});
+  });
+  rt().service().register_handler("test.long-error", [limit](const runtime::ServiceRequest&) -> std::vector<std::byte> {
+    fail(std::string(limit + 1000, 'x'));
+  });
+  rt().service().register_handler("test.fits", [limit](const runtime::ServiceRequest&) {
+    return std::vector<std::byte>(limit, std::byte{9});
+  });
+  rt().barrier();
+  try {
+    rt().service().call_sync(right(), runtime::Service::id_of("test.too-large"), {});
+    ADD_FAILURE() << "no error for a reply over the limit";
+  } catch (const loom::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds the service message limit"), std::string::npos) << e.what();
+  }
+  try {
+    rt().service().call_sync(right(), runtime::Service::id_of("test.long-error"), {});
+    ADD_FAILURE() << "no error from a failing handler";
+  } catch (const loom::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("xxxx"), std::string::npos);
+  }
+  EXPECT_EQ(rt().service().call_sync(right(), runtime::Service::id_of("test.fits"), {}).size(), limit);
+  rt().barrier();
+}
+
 TEST(Service, OneWayCallsNeedNoSetupAndArriveOnce) {
   static std::atomic<int> count{0};
   rt().service().register_handler("test.count", [](const runtime::ServiceRequest&) {

@@ -251,7 +251,17 @@ void Service::handle(const fabric::Completion& c) {
     if (h.kind != kRequest) log::error("service: handler for function ", h.function, " failed: ", text);
   }
   handled_.fetch_add(1, std::memory_order_relaxed);
-  if (h.kind == kRequest) send(src, 0, failed ? kErrorReply : kReply, h.token, reply);
+  if (h.kind != kRequest) return;
+  // A waiting caller always hears back: a reply too large for one message is an error reply,
+  // and an error text too large is cut to fit.
+  if (!failed && reply.size() > max_payload()) {
+    failed = true;
+    std::string text = detail::concat("the reply of ", reply.size(), " bytes exceeds the service message limit of ", max_payload(),
+                                      " bytes (LOOM_SERVICE_MESSAGE)");
+    reply.assign(reinterpret_cast<const std::byte*>(text.data()), reinterpret_cast<const std::byte*>(text.data()) + text.size());
+  }
+  if (reply.size() > max_payload()) reply.resize(max_payload());
+  send(src, 0, failed ? kErrorReply : kReply, h.token, reply);
 }
 
 void Service::loop() {
