@@ -1,5 +1,13 @@
 #include "dsm/common/system.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
 #include <fstream>
 
 namespace loom::sys {
@@ -13,6 +21,33 @@ std::vector<std::string> hugetlbfs_mounts() {
     if (type == "hugetlbfs") out.push_back(dir);
   }
   return out;
+}
+
+bool is_private_dir(int fd, std::string* why) {
+  struct stat st;
+  std::string w;
+  if (fstat(fd, &st) != 0) w = std::string("fstat: ") + std::strerror(errno);
+  else if (!S_ISDIR(st.st_mode)) w = "not a directory";
+  else if (st.st_uid != geteuid()) w = "owned by uid " + std::to_string(st.st_uid) + ", not by this user";
+  else if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%03o", static_cast<unsigned>(st.st_mode & 0777));
+    w = std::string("group or others have access (mode ") + mode + ")";
+  }
+  if (w.empty()) return true;
+  if (why != nullptr) *why = w;
+  return false;
+}
+
+bool is_private_dir(const std::string& path, std::string* why) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (why != nullptr) *why = errno == ELOOP || errno == ENOTDIR ? "not a directory (a symlink or a file)" : std::strerror(errno);
+    return false;
+  }
+  bool ok = is_private_dir(fd, why);
+  ::close(fd);
+  return ok;
 }
 
 }  // namespace loom::sys

@@ -64,8 +64,16 @@ bool still_there(int fd) {
 }  // namespace
 
 int hold_job_dir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -1;
+  std::string why;
+  if (!sys::is_private_dir(fd, &why)) {
+    // In a world-writable /dev/shm another user could have made it first.
+    log::error("job directory ", dir, " is ", why, "; not used");
+    ::close(fd);
+    errno = EPERM;
+    return -1;
+  }
   int r;
   while ((r = flock(fd, LOCK_SH)) != 0 && errno == EINTR) {
   }

@@ -14,6 +14,7 @@
 #include "dsm/common/dsm_settings.hpp"
 #include "dsm/common/error.hpp"
 #include "dsm/common/log.hpp"
+#include "dsm/common/system.hpp"
 #include "dsm/fabric/shm/shm_qp.hpp"
 
 namespace loom::fabric::shm {
@@ -45,7 +46,14 @@ ShmProvider::ShmProvider(const ProviderContext& ctx) : ctx_(ctx), qps_(new std::
   std::string mount = find_hugetlbfs();
   if (!mount.empty() && settings::get_bool(settings::dsm::kHugePages)) {
     huge_dir_ = mount + "/loom-" + ctx.job_id;
-    if (mkdir(huge_dir_.c_str(), 0700) != 0 && errno != EEXIST) huge_dir_.clear();
+    std::string why;
+    if (mkdir(huge_dir_.c_str(), 0700) != 0 && errno != EEXIST) {
+      huge_dir_.clear();
+    } else if (!sys::is_private_dir(huge_dir_, &why)) {
+      // Made by someone else before us (a world-writable mount): not used, and not removed.
+      log::warn("shm: not using huge pages: ", huge_dir_, " is ", why);
+      huge_dir_.clear();
+    }
   }
   info_.name = "shm";
   info_.huge_pages = !huge_dir_.empty();
