@@ -209,9 +209,22 @@ std::string run_programs(Space& s, uint64_t first_seed, int programs) {
 
 class CoherenceChecker : public loom::test::PerPolicy {};
 
+// LOOM_TEST_DSM_SEED, or else a new seed each run (rank 0's, so every rank runs the same
+// programs), printed so that a failure can be run again.
+uint64_t checker_seed() {
+  uint64_t seed = static_cast<uint64_t>(loom::settings::get_int(loom::test_settings::kDsmSeed, -1));
+  if (loom::settings::raw(loom::test_settings::kDsmSeed)) return seed;
+  std::random_device rd;
+  seed = ((uint64_t{rd()} << 32) | rd()) & ((uint64_t{1} << 62) - 1);
+  seed = rt().bootstrap().allgather_value(seed)[0];
+  if (rt().rank() == 0) std::printf("[checker] seed %llu (LOOM_TEST_DSM_SEED=%llu runs these programs again)\n",
+                                    static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+  return seed;
+}
+
 TEST_P(CoherenceChecker, RandomDataRaceFreePrograms) {
   const int programs = static_cast<int>(loom::settings::get_int(loom::test_settings::kDsmPrograms));
-  uint64_t seed = static_cast<uint64_t>(loom::settings::get_int(loom::test_settings::kDsmSeed));
+  const uint64_t seed = checker_seed();
   Space& s = space();
   const std::string name = GetParam().name();
   std::string err = run_programs(s, seed, programs);
