@@ -15,7 +15,7 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: crash_helper RANK exit|kill|ok\n");
+    std::fprintf(stderr, "usage: crash_helper RANK exit|kill|ok|vanish|leave\n");
     return 2;
   }
   loom::Runtime rt(argc, argv);
@@ -59,6 +59,11 @@ int main(int argc, char** argv) {
   if (rt.rank() == victim) {
     if (std::strcmp(argv[2], "exit") == 0) std::exit(3);
     if (std::strcmp(argv[2], "kill") == 0) raise(SIGKILL);
+    if (std::strcmp(argv[2], "leave") == 0) _exit(0);  // status 0, without the collective teardown
+  }
+  if (std::strcmp(argv[2], "leave") == 0) {
+    rt.barrier();  // the others wait for the rank that left
+    return 0;
   }
   for (;;) pause();
 }

@@ -135,6 +135,18 @@ TEST_F(Launcher, SigkillLatencyIsUnderTwoSeconds) {
   EXPECT_FALSE(segments_left());
 }
 
+// A rank that exits with status 0 before a barrier the others wait in: they name it and fail,
+// and the job ends with an error instead of hanging (issue 17 B4).
+TEST_F(Launcher, ARankThatLeftEarlyIsNamedNotWaitedForForever) {
+  auto r = run(loomrun(std::string("-n 3 --timeout 60 ") + CRASH_HELPER_PATH + " 1 leave"));
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.status, 124) << "the job hung until the timeout: " << r.output;
+  EXPECT_NE(r.output.find("rank 1 (pid"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ended without the collective teardown"), std::string::npos) << r.output;
+  EXPECT_LT(r.seconds, 20.0) << r.output;
+  EXPECT_FALSE(segments_left());
+}
+
 TEST_F(Launcher, APeerThatDiedIsAClearErrorNotAHang) {
   auto r = run(loomrun(std::string("-n 3 --timeout 60 ") + CRASH_HELPER_PATH + " 2 vanish"));
   EXPECT_EQ(r.status, 0) << r.output;

@@ -1,6 +1,7 @@
 #include "dsm/runtime/bootstrap.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,17 +19,24 @@
 
 namespace loom::runtime {
 
+// The bootstrap file: this header, then per rank the byte count of the current allgather round,
+// then per rank its pid and whether it left (completed the bootstrap's life); slots follow.
 struct EmbeddedBootstrap::Header {
   std::atomic<uint32_t> arrived;
   std::atomic<uint32_t> generation;
   uint32_t size;
   uint32_t pad;
-  // Followed by `size` std::atomic<uint64_t>: per-rank byte count of the current round.
   std::atomic<uint64_t>* lengths() { return reinterpret_cast<std::atomic<uint64_t>*>(this + 1); }
+  // [pid (32 bits) | left (1 bit)] per rank; 0 until the rank joins.
+  std::atomic<uint64_t>* presence(int n) { return lengths() + n; }
 };
 
+namespace {
+constexpr uint64_t presence_word(pid_t pid, bool left) { return (static_cast<uint64_t>(static_cast<uint32_t>(pid)) << 1) | (left ? 1u : 0u); }
+}  // namespace
+
 size_t EmbeddedBootstrap::file_size(int n) {
-  size_t header = sizeof(Header) + sizeof(std::atomic<uint64_t>) * static_cast<size_t>(n);
+  size_t header = sizeof(Header) + 2 * sizeof(std::atomic<uint64_t>) * static_cast<size_t>(n);
   header = (header + 4095) & ~size_t{4095};
   return header + kSlotBytes * static_cast<size_t>(n);
 }
@@ -74,10 +82,28 @@ EmbeddedBootstrap::EmbeddedBootstrap() {
   }
   h_ = static_cast<Header*>(map_);
   slots_ = static_cast<std::byte*>(map_) + (file_size(size_) - kSlotBytes * static_cast<size_t>(size_));
+  h_->presence(size_)[rank_].store(presence_word(getpid(), false), std::memory_order_release);
+}
+
+// A rank that joined, has not left, and whose process no longer exists: it ended without the
+// collective teardown (exit 0 early, or a crash its launcher has not reported yet).
+void EmbeddedBootstrap::check_peers() const {
+  if (getppid() == 1) fail("bootstrap: the launcher is gone; abandoning the barrier");
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    uint64_t w = h_->presence(size_)[r].load(std::memory_order_acquire);
+    if (w == 0 || (w & 1u) != 0) continue;
+    pid_t pid = static_cast<pid_t>(w >> 1);
+    if (::kill(pid, 0) != 0 && errno == ESRCH)
+      fail("bootstrap: rank ", r, " (pid ", pid, ") is gone: it ended without the collective teardown, and the job cannot go on");
+  }
 }
 
 EmbeddedBootstrap::~EmbeddedBootstrap() {
-  if (map_ != nullptr && map_ != MAP_FAILED) munmap(map_, map_len_);
+  if (map_ != nullptr && map_ != MAP_FAILED) {
+    h_->presence(size_)[rank_].store(presence_word(getpid(), true), std::memory_order_release);
+    munmap(map_, map_len_);
+  }
   if (singleton_) {
     std::error_code ec;
     std::filesystem::remove_all(job_dir_, ec);
@@ -97,8 +123,9 @@ void EmbeddedBootstrap::barrier() {
   wait::Backoff b;
   while (h_->generation.load(std::memory_order_acquire) == gen) {
     if (b.should_sleep()) {
-      // A dead peer ends the job through loomrun; an orphaned process stops waiting.
-      if (getppid() == 1) fail("bootstrap: the launcher is gone; abandoning the barrier");
+      // A crashed peer ends the job through loomrun; one that left quietly, or the launcher's
+      // end, is noticed here.
+      check_peers();
       wait::futex_wait(&h_->generation, gen, std::chrono::milliseconds(100));
     } else {
       b.spin_or_yield();

@@ -67,6 +67,7 @@ class EmbeddedBootstrap : public Bootstrap {
 
  private:
   struct Header;
+  void check_peers() const;
   int rank_ = 0;
   int size_ = 1;
   int local_rank_ = 0;
