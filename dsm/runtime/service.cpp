@@ -194,16 +194,27 @@ void Service::handle(const fabric::Completion& c) {
   // Completions are written by peers: validate everything before use.
   if (c.wr_id >= slots) { reject("receive completion names buffer " + std::to_string(c.wr_id) + " which does not exist"); return; }
   size_t slot = static_cast<size_t>(c.wr_id);
+  bool reposted = false;
   struct Repost {
     Service* s;
     size_t slot;
-    ~Repost() { s->repost(slot); }
-  } repost_on_exit{this, slot};
+    bool* done;
+    ~Repost() {
+      if (!*done) s->repost(slot);
+    }
+  } repost_on_exit{this, slot, &reposted};
   int src = static_cast<int>(slot / cfg_.recv_buffers);
   if (c.status != fabric::Status::Success) { reject(std::string("receive failed: ") + fabric::to_string(c.status)); return; }
   if (c.src_rank != src) { reject("completion claims rank " + std::to_string(c.src_rank) + " on the queue pair of rank " + std::to_string(src)); return; }
   if (c.byte_len < sizeof(Header) || c.byte_len > cfg_.message_bytes) { reject("message of " + std::to_string(c.byte_len) + " bytes is truncated or oversized"); return; }
-  const std::byte* msg = reinterpret_cast<const std::byte*>(recv_chunk_.bytes() + slot * cfg_.message_bytes);
+  // The message is copied out and its buffer reposted before anything runs: a handler that
+  // calls the sender back (whose reply needs a buffer here), or the sender's next message, must
+  // not wait for this handler to return; only this thread reposts.
+  const std::byte* in = reinterpret_cast<const std::byte*>(recv_chunk_.bytes() + slot * cfg_.message_bytes);
+  std::vector<std::byte> copy(in, in + c.byte_len);
+  reposted = true;
+  repost(slot);
+  const std::byte* msg = copy.data();
   Header h;
   std::memcpy(&h, msg, sizeof h);
   if (h.magic != kMagic) { reject("bad magic number from rank " + std::to_string(src)); return; }
