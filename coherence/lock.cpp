@@ -86,13 +86,13 @@ void Lock::lock() {
   const uint64_t tail = I.slot_addr(home_, slot_);
   region::InRuntime ir;
   uint64_t pred;
+  int prank = -1;
   {
     // Swing the tail to our node; a predecessor learns our name from one WRITE.
     LaneGuard lane(I.lanes);
     uint64_t guess = 0;
     while ((pred = lane->cas(home_, tail, I.sync_rkey(home_), guess, me)) != guess) guess = pred;
     if (pred != 0) {
-      int prank;
       size_t pidx;
       split_node_name(pred, I.n, slot_, "names queue node", prank, pidx);
       lane->set_word(Scratch::kQueueNode, me);
@@ -101,10 +101,15 @@ void Lock::lock() {
     }
   }
   if (pred != 0) {
-    // Pairs with the predecessor's grant WRITE in unlock().
+    // Pairs with the predecessor's grant WRITE in unlock(). A predecessor that is gone (it left
+    // or died holding or awaiting the lock) never grants: checked between sleeps, and named.
     std::atomic_ref<uint64_t> granted(q[1]);
     wait::Backoff b(kHandoffYields);
-    while (granted.load(std::memory_order_acquire) == 0) b.pause();
+    while (granted.load(std::memory_order_acquire) == 0) {
+      if (b.should_sleep() && !I.rt.provider().peer_alive(prank))
+        fail("dsm: lock ", slot_, ": rank ", prank, ", ahead of this thread in the lock's queue, is gone; the lock is lost");
+      b.pause();
+    }
   }
   t_depth_used |= 1u << depth;
   t_held[static_cast<size_t>(t_nheld++)] = Held{space_, slot_, depth};

@@ -3,6 +3,8 @@
 // others wait forever. The launcher must end the job, name the rank and clean up.
 // Mode "vanish": the rank leaves quietly (status 0, so the job goes on) and the others check
 // that a SEND and a service call to it fail with a clear error instead of hanging.
+// Mode "lock-leave": the rank takes a shared-region lock and leaves quietly while holding it;
+// the others queue for the lock and must name it instead of waiting forever.
 #include <signal.h>
 #include <unistd.h>
 
@@ -10,12 +12,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "coherence/space.hpp"
 #include "dsm/runtime/runtime.hpp"
 #include "dsm/common/backoff.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: crash_helper RANK exit|kill|ok|vanish|leave\n");
+    std::fprintf(stderr, "usage: crash_helper RANK exit|kill|ok|vanish|leave|lock-leave\n");
     return 2;
   }
   loom::Runtime rt(argc, argv);
@@ -64,6 +67,22 @@ int main(int argc, char** argv) {
   if (std::strcmp(argv[2], "leave") == 0) {
     rt.barrier();  // the others wait for the rank that left
     return 0;
+  }
+  if (std::strcmp(argv[2], "lock-leave") == 0) {
+    loom::coherence::Space dsm(rt);
+    loom::coherence::Lock l = dsm.make_lock();
+    if (rt.rank() == victim) l.lock();
+    rt.barrier();
+    if (rt.rank() == victim) _exit(0);  // holding the lock, without the collective teardown
+    try {
+      l.lock();
+      std::printf("rank %d: took the lock its holder left with\n", rt.rank());
+      return 13;
+    } catch (const loom::Error& e) {
+      std::printf("rank %d: lock error: %s\n", rt.rank(), e.what());
+      std::fflush(stdout);
+      _exit(14);  // the job cannot go on: the lock is lost
+    }
   }
   for (;;) pause();
 }

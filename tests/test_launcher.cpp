@@ -147,6 +147,17 @@ TEST_F(Launcher, ARankThatLeftEarlyIsNamedNotWaitedForForever) {
   EXPECT_FALSE(segments_left());
 }
 
+// A rank that leaves (status 0) while holding a shared-region lock: the rank queued behind it
+// names it and fails, instead of waiting for a grant that never comes (issue 17 B4).
+TEST_F(Launcher, ALockHolderThatLeftIsNamedNotWaitedForForever) {
+  auto r = run(loomrun(std::string("-n 3 --timeout 60 ") + CRASH_HELPER_PATH + " 0 lock-leave"));
+  EXPECT_EQ(r.status, 14) << r.output;
+  EXPECT_NE(r.output.find("lock error"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("is gone"), std::string::npos) << r.output;
+  EXPECT_LT(r.seconds, 20.0) << r.output;
+  EXPECT_FALSE(segments_left());
+}
+
 TEST_F(Launcher, APeerThatDiedIsAClearErrorNotAHang) {
   auto r = run(loomrun(std::string("-n 3 --timeout 60 ") + CRASH_HELPER_PATH + " 2 vanish"));
   EXPECT_EQ(r.status, 0) << r.output;
