@@ -10,6 +10,15 @@ namespace loom::coherence {
 
 namespace {
 constexpr uint64_t kNoticeLock = 0, kValue = 8, kNotices = 64;
+
+// The word's notice lock: a CAS from 0 to rank + 1 at the slot's first word; released by a CAS
+// back, posted on the same queue pair after the notices' READ or WRITE.
+uint64_t lock_word_notices(Lane& l, int rank, int home, uint64_t base, uint32_t rkey) {
+  const uint64_t me = static_cast<uint64_t>(rank) + 1;
+  wait::Backoff bo;
+  while (l.cas(home, base + kNoticeLock, rkey, 0, me) != 0) bo.pause();
+  return me;
+}
 }
 
 AtomicWord Space::make_atomic(uint64_t initial) {
@@ -26,10 +35,8 @@ AtomicWord Space::make_atomic(uint64_t initial) {
 // before its read. Corrupt notices at the word are replaced by ours, which is what this
 // release must carry.
 void Space::Impl::merge_notices_into_word(Lane& l, int home, uint64_t base, uint32_t rkey) {
-  const uint64_t me = static_cast<uint64_t>(rank) + 1;
   const size_t cap = notice_cap_bytes();
-  wait::Backoff bo;
-  while (l.cas(home, base + kNoticeLock, rkey, 0, me) != 0) bo.pause();
+  const uint64_t me = lock_word_notices(l, rank, home, base, rkey);
   l.post(home, fabric::Opcode::Read, Scratch::kNoticesIn, static_cast<uint32_t>(cap), base + kNotices, rkey);
   l.wait();
   NoticeBuffer merged(cfg.notices);
@@ -60,10 +67,8 @@ uint64_t Space::Impl::atomic_op(int home, uint32_t slot, fabric::Opcode op, uint
   lane->wait();
   const uint64_t old = lane->word(Scratch::kResult);
   if (acq) {
-    const uint64_t me = static_cast<uint64_t>(rank) + 1;
     const size_t cap = notice_cap_bytes();
-    wait::Backoff bo;
-    while (lane->cas(home, base + kNoticeLock, rkey, 0, me) != 0) bo.pause();
+    const uint64_t me = lock_word_notices(*lane, rank, home, base, rkey);
     lane->post(home, fabric::Opcode::Read, Scratch::kNoticesIn, static_cast<uint32_t>(cap), base + kNotices, rkey);
     lane->post(home, fabric::Opcode::CompareSwap, Scratch::kUnlockSink, 8, base + kNoticeLock, rkey, me, 0);
     lane->wait();

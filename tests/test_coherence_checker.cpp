@@ -212,10 +212,10 @@ class CoherenceChecker : public loom::test::PerPolicy {};
 // LOOM_TEST_DSM_SEED, or else a new seed each run (rank 0's, so every rank runs the same
 // programs), printed so that a failure can be run again.
 uint64_t checker_seed() {
-  uint64_t seed = static_cast<uint64_t>(loom::settings::get_int(loom::test_settings::kDsmSeed, -1));
-  if (loom::settings::raw(loom::test_settings::kDsmSeed)) return seed;
+  if (loom::settings::raw(loom::test_settings::kDsmSeed))
+    return static_cast<uint64_t>(loom::settings::get_int(loom::test_settings::kDsmSeed, 0));
   std::random_device rd;
-  seed = ((uint64_t{rd()} << 32) | rd()) & ((uint64_t{1} << 62) - 1);
+  uint64_t seed = ((uint64_t{rd()} << 32) | rd()) & ((uint64_t{1} << 62) - 1);
   seed = rt().bootstrap().allgather_value(seed)[0];
   if (rt().rank() == 0) std::printf("[checker] seed %llu (LOOM_TEST_DSM_SEED=%llu runs these programs again)\n",
                                     static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));

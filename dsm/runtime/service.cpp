@@ -211,10 +211,10 @@ void Service::handle(const fabric::Completion& c) {
   // calls the sender back (whose reply needs a buffer here), or the sender's next message, must
   // not wait for this handler to return; only this thread reposts.
   const std::byte* in = reinterpret_cast<const std::byte*>(recv_chunk_.bytes() + slot * cfg_.message_bytes);
-  std::vector<std::byte> copy(in, in + c.byte_len);
+  incoming_.assign(in, in + c.byte_len);
   reposted = true;
   repost(slot);
-  const std::byte* msg = copy.data();
+  const std::byte* msg = incoming_.data();
   Header h;
   std::memcpy(&h, msg, sizeof h);
   if (h.magic != kMagic) { reject("bad magic number from rank " + std::to_string(src)); return; }

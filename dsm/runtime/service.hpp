@@ -99,6 +99,7 @@ class Service {
   std::thread thread_;
   std::atomic<uint64_t> bad_{0};
   std::atomic<uint64_t> handled_{0};
+  std::vector<std::byte> incoming_;  // the message being handled, copied out (service thread only)
 };
 
 }  // namespace loom::runtime
