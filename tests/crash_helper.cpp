@@ -5,6 +5,9 @@
 // that a SEND and a service call to it fail with a clear error instead of hanging.
 // Mode "lock-leave": the rank takes a shared-region lock and leaves quietly while holding it;
 // the others queue for the lock and must name it instead of waiting forever.
+// Mode "big": every rank asks for 96 MiB of registered memory and writes all of it; where the
+// shared-memory file system has less room, the allocation must fail with a clear error (status
+// 15) instead of a SIGBUS at the first touch.
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,7 +21,7 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: crash_helper RANK exit|kill|ok|vanish|leave|lock-leave\n");
+    std::fprintf(stderr, "usage: crash_helper RANK exit|kill|ok|vanish|leave|lock-leave|big\n");
     return 2;
   }
   loom::Runtime rt(argc, argv);
@@ -29,6 +32,18 @@ int main(int argc, char** argv) {
   if (std::strcmp(argv[2], "ok") == 0) {
     rt.allocator().free_chunk(chunk);
     return 0;
+  }
+  if (std::strcmp(argv[2], "big") == 0) {
+    try {
+      auto big = rt.allocator().allocate_chunk(96u << 20);
+      std::memset(big.bytes(), 1, big.size);
+      std::printf("rank %d: wrote 96 MiB of registered memory\n", rt.rank());
+      return 0;
+    } catch (const loom::Error& e) {
+      std::printf("rank %d: allocation error: %s\n", rt.rank(), e.what());
+      std::fflush(stdout);
+      _exit(15);
+    }
   }
   const int victim = std::atoi(argv[1]);
   if (std::strcmp(argv[2], "vanish") == 0) {

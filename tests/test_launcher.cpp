@@ -158,6 +158,25 @@ TEST_F(Launcher, ALockHolderThatLeftIsNamedNotWaitedForForever) {
   EXPECT_FALSE(segments_left());
 }
 
+// A shared-memory file system too small for what the job asks (Docker's default /dev/shm is
+// 64 MiB): the allocation fails with a clear error naming the room left, never a SIGBUS at the
+// first touch (issue 17 B6). Needs a tmpfs of its own, so root (as in CI) or it is skipped.
+TEST_F(Launcher, AFullSharedMemoryFileSystemIsAClearErrorNotASigbus) {
+  const fs::path small = dir_ / "small";
+  fs::create_directories(small);
+  if (run("mount -t tmpfs -o size=64m,mode=1777 loom-test " + small.string()).status != 0)
+    GTEST_SKIP() << "cannot mount a small tmpfs here (not root?)";
+  auto r = run("LOOM_HUGE_PAGES=0 LOOM_SWEEP=0 LOOM_SHM_DIR=" + small.string() + " " + LOOMRUN_PATH +
+               " -n 2 --timeout 60 " + CRASH_HELPER_PATH + " 0 big");
+  const bool left = !fs::is_empty(small);
+  run("umount " + small.string());
+  EXPECT_EQ(r.status, 15) << r.output;
+  EXPECT_NE(r.output.find("allocation error"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bytes free there"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("file system is full"), std::string::npos) << r.output;
+  EXPECT_FALSE(left) << "the job left segments behind";
+}
+
 TEST_F(Launcher, APeerThatDiedIsAClearErrorNotAHang) {
   auto r = run(loomrun(std::string("-n 3 --timeout 60 ") + CRASH_HELPER_PATH + " 2 vanish"));
   EXPECT_EQ(r.status, 0) << r.output;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -48,6 +49,26 @@ bool is_private_dir(const std::string& path, std::string* why) {
   bool ok = is_private_dir(fd, why);
   ::close(fd);
   return ok;
+}
+
+int reserve_file_space(int fd, size_t offset, size_t len) {
+  int r;
+  do {
+    r = ::fallocate(fd, 0, static_cast<off_t>(offset), static_cast<off_t>(len));
+  } while (r != 0 && errno == EINTR);
+  if (r == 0 || errno == EOPNOTSUPP) return 0;
+  return errno;
+}
+
+std::string no_room_message(const std::string& what, const std::string& dir, size_t len, int err) {
+  std::string msg = "cannot reserve " + std::to_string(len) + " bytes for " + what + " in " + dir + ": " + std::strerror(err);
+  struct statvfs v {};
+  if (::statvfs(dir.c_str(), &v) == 0)
+    msg += " (" + std::to_string(static_cast<unsigned long long>(v.f_bavail) * v.f_frsize) + " bytes free there)";
+  if (err == ENOSPC)
+    msg += "; the shared-memory file system is full: give it more room (docker run --shm-size, mount -o remount,size=), "
+           "point LOOM_SHM_DIR at a larger tmpfs, or use less memory";
+  return msg;
 }
 
 }  // namespace loom::sys

@@ -1,5 +1,6 @@
 #pragma once
 // Facts read from the running system (not from LOOM_* settings, which are settings.hpp's).
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -15,5 +16,14 @@ std::vector<std::string> hugetlbfs_mounts();
 bool is_private_dir(int fd, std::string* why);
 // The same by path (opened with O_NOFOLLOW); false if it cannot be opened as a directory.
 bool is_private_dir(const std::string& path, std::string* why);
+
+// Gives [offset, offset+len) of an open file its memory now (fallocate), so that on a
+// memory-backed file system (tmpfs, hugetlbfs) lack of room is this call's error instead of a
+// SIGBUS at the first touch of a mapping. Returns 0 or an errno; a file system that cannot
+// reserve space (EOPNOTSUPP) counts as success: its pages are found at first touch as before.
+int reserve_file_space(int fd, size_t offset, size_t len);
+// What to say when reserve_file_space failed for `what` in directory `dir`: the errno's text,
+// the room left there, and how to give the job more.
+std::string no_room_message(const std::string& what, const std::string& dir, size_t len, int err);
 
 }  // namespace loom::sys

@@ -213,6 +213,9 @@ class Provider {
   virtual const ProviderInfo& info() const = 0;
   virtual Chunk map_chunk(size_t size, int numa_node) = 0;
   virtual void unmap_chunk(const Chunk& c) = 0;
+  // Gives [offset, offset+len) of a mapped chunk its memory now, before it is handed out, so
+  // that lack of memory is an Error here and never a fault (SIGBUS) at the first touch.
+  virtual void commit(const Chunk& c, size_t offset, size_t len) = 0;
   // Registers [addr, addr+len) which must lie within one mapped chunk.
   virtual MemoryRegion register_memory(void* addr, size_t len, uint32_t access) = 0;
   virtual void deregister(const MemoryRegion& mr) = 0;

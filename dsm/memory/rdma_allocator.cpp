@@ -25,9 +25,7 @@ RDMAMemory RDMAAllocator::allocate_chunk(size_t size) {
   size_t want = (size + kChunkGranule - 1) / kChunkGranule * kChunkGranule;
   std::lock_guard<std::mutex> g(mu_);
   for (auto& s : supers_) {
-    if (auto off = s->space.allocate(want)) {
-      return RDMAMemory{static_cast<uint8_t*>(s->chunk.addr) + *off, want, s->mr.lkey, s->mr.rkey, zone_};
-    }
+    if (auto off = s->space.allocate(want)) return hand_out(*s, *off, want);
   }
   // A new superchunk, registered once; chunks larger than a superchunk get one of their own.
   size_t bytes = std::max(want, superchunk_);
@@ -46,9 +44,18 @@ RDMAMemory RDMAAllocator::allocate_chunk(size_t size) {
       log::warn("huge pages are not available here; registered memory uses normal pages");
   }
   auto off = s->space.allocate(want);
-  RDMAMemory m{static_cast<uint8_t*>(s->chunk.addr) + *off, want, s->mr.lkey, s->mr.rkey, zone_};
   supers_.push_back(std::move(s));
-  return m;
+  return hand_out(*supers_.back(), *off, want);
+}
+
+RDMAMemory RDMAAllocator::hand_out(Super& s, uint64_t off, size_t want) {
+  try {
+    provider_.commit(s.chunk, off, want);
+  } catch (...) {
+    s.space.free(off);
+    throw;
+  }
+  return RDMAMemory{static_cast<uint8_t*>(s.chunk.addr) + off, want, s.mr.lkey, s.mr.rkey, zone_};
 }
 
 void RDMAAllocator::free_chunk(const RDMAMemory& m) {

@@ -55,6 +55,8 @@ class RDMAAllocator {
     fabric::MemoryRegion mr;
     GeneralAllocator space;
   };
+  // Commits [off, off+want) of s with the provider and returns it; frees it if that fails.
+  RDMAMemory hand_out(Super& s, uint64_t off, size_t want);
   fabric::Provider& provider_;
   int zone_;
   size_t superchunk_;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "dsm/common/system.hpp"
 #include "dsm/runtime/bootstrap.hpp"
 #include "dsm/runtime/job_dir.hpp"
 
@@ -143,8 +144,12 @@ bool set_up_job(int n, std::string& job_id, std::string& job_dir) {
   }
   std::string boot = job_dir + "/boot";
   int fd = open(boot.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0 || ftruncate(fd, static_cast<off_t>(loom::runtime::EmbeddedBootstrap::file_size(n))) != 0) {
-    std::fprintf(stderr, "loomrun: cannot create %s: %s\n", boot.c_str(), std::strerror(errno));
+  const size_t bytes = loom::runtime::EmbeddedBootstrap::file_size(n);
+  int err = fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0 ? errno : loom::sys::reserve_file_space(fd, 0, bytes);
+  if (err != 0) {
+    std::fprintf(stderr, "loomrun: cannot create %s: %s\n", boot.c_str(),
+                 loom::sys::no_room_message("the bootstrap file", job_dir, bytes, err).c_str());
+    if (fd >= 0) close(fd);
     loom::runtime::remove_job_dir(job_dir, job_id);
     return false;
   }

@@ -28,7 +28,7 @@ Mapping::~Mapping() {
   if (addr_ != nullptr) munmap(addr_, len_);
 }
 
-Mapping Mapping::create(const std::string& path, size_t len) {
+Mapping Mapping::create(const std::string& path, size_t len, Reserve reserve) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) fail_errno("cannot create shared segment " + path);
   if (ftruncate(fd, static_cast<off_t>(len)) != 0) {
@@ -36,6 +36,12 @@ Mapping Mapping::create(const std::string& path, size_t len) {
     ::close(fd);
     ::unlink(path.c_str());
     throw SystemError("cannot size shared segment " + path, e);
+  }
+  if (int e = reserve == Reserve::All ? sys::reserve_file_space(fd, 0, len) : 0; e != 0) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    auto slash = path.rfind('/');
+    fail(sys::no_room_message("shared segment " + path.substr(slash + 1), path.substr(0, slash), len, e));
   }
   void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int e = errno;

@@ -89,7 +89,7 @@ Chunk ShmProvider::map_chunk(size_t size, int numa_node) {
   if (!huge_dir_.empty() && size % kHuge == 0) {
     file = huge_dir_ + "/seg." + std::to_string(ctx_.rank) + "." + std::to_string(seg);
     try {
-      m = Mapping::create(file, size);
+      m = Mapping::create(file, size, Mapping::Reserve::None);
       c.huge_pages = true;
     } catch (const Error& e) {
       log::debug("shm: huge-page segment failed (", e.what(), "); using normal pages");
@@ -97,7 +97,7 @@ Chunk ShmProvider::map_chunk(size_t size, int numa_node) {
   }
   if (m.addr() == nullptr) {
     file = path("seg", ctx_.rank, seg);
-    m = Mapping::create(file, size);
+    m = Mapping::create(file, size, Mapping::Reserve::None);
   }
   if (numa_node >= 0 && numa_available() >= 0 && numa_node <= numa_max_node()) {
     numa_tonode_memory(m.addr(), size, numa_node);
@@ -121,6 +121,29 @@ void ShmProvider::unmap_chunk(const Chunk& c) {
   }
   ::unlink(it->second.file.c_str());
   chunks_.erase(it);
+}
+
+// A chunk's file was only sized (ftruncate) at map_chunk; the part handed out now gets its
+// memory, so a full /dev/shm (or hugetlbfs out of pages) is an error here, not a SIGBUS later.
+void ShmProvider::commit(const Chunk& c, size_t offset, size_t len) {
+  std::string file;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = chunks_.find(reinterpret_cast<uintptr_t>(c.addr));
+    if (it == chunks_.end()) fail("shm: commit in an address that is not a mapped chunk");
+    if (offset > it->second.size || len > it->second.size - offset)
+      fail("shm: commit of [", offset, ", +", len, ") outside a chunk of ", it->second.size, " bytes");
+    file = it->second.file;
+  }
+  int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) fail_errno("shm: cannot open " + file);
+  int e = sys::reserve_file_space(fd, offset, len);
+  ::close(fd);
+  if (e == 0) return;
+  auto slash = file.rfind('/');
+  std::string msg = sys::no_room_message("registered memory", file.substr(0, slash), len, e);
+  if (c.huge_pages) msg += " (this segment uses huge pages: LOOM_HUGE_PAGES=0 uses normal pages)";
+  fail("shm: ", msg);
 }
 
 std::unique_ptr<CompletionQueue> ShmProvider::create_cq(uint32_t depth) {

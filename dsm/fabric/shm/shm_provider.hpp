@@ -29,7 +29,10 @@ class Mapping {
   size_t size() const { return len_; }
   template <typename T> T* as() const { return static_cast<T*>(addr_); }
 
-  static Mapping create(const std::string& path, size_t len);
+  // Reserve::All gives the whole file its memory at creation (queues, key tables: used whole);
+  // Reserve::None leaves that to ShmProvider::commit, per piece handed out (registered chunks).
+  enum class Reserve { All, None };
+  static Mapping create(const std::string& path, size_t len, Reserve reserve = Reserve::All);
   static Mapping open(const std::string& path);  // throws if missing
 
  private:
@@ -50,6 +53,7 @@ class ShmProvider : public Provider {
   const ProviderInfo& info() const override { return info_; }
   Chunk map_chunk(size_t size, int numa_node) override;
   void unmap_chunk(const Chunk& c) override;
+  void commit(const Chunk& c, size_t offset, size_t len) override;
   MemoryRegion register_memory(void* addr, size_t len, uint32_t access) override;
   void deregister(const MemoryRegion& mr) override;
   std::unique_ptr<CompletionQueue> create_cq(uint32_t depth) override;

@@ -45,6 +45,9 @@ class VerbsProvider : public Provider {
   const ProviderInfo& info() const override { return info_; }
   Chunk map_chunk(size_t size, int numa_node) override;
   void unmap_chunk(const Chunk& c) override;
+  // Nothing to do: chunks are private anonymous memory (huge pages reserved at mmap), and
+  // register_memory pins every page of what it registers.
+  void commit(const Chunk&, size_t, size_t) override {}
   MemoryRegion register_memory(void* addr, size_t len, uint32_t access) override;
   void deregister(const MemoryRegion& mr) override;
   std::unique_ptr<CompletionQueue> create_cq(uint32_t depth) override;
