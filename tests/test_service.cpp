@@ -90,6 +90,32 @@ TEST(Service, OneWayCallsNeedNoSetupAndArriveOnce) {
   EXPECT_EQ(count.load(), 2 * K);
 }
 
+// Handlers that send (as the docs recommend instead of call_sync) while the main threads flood
+// each other: a main thread waiting for a receive buffer at its peer must not stop this
+// process's service thread from freeing its own buffers (issue 17 B2: 31 calls passed, 100 hung).
+TEST(Service, HandlersThatCallBackDuringAFloodDoNotDeadlock) {
+  static std::atomic<int> pongs{0};
+  static std::atomic<int> pings{0};
+  const uint32_t pong = rt().service().register_handler("test.flood.pong", [](const runtime::ServiceRequest&) {
+    pongs.fetch_add(1);
+    return std::vector<std::byte>{};
+  });
+  rt().service().register_handler("test.flood.ping", [pong](const runtime::ServiceRequest& r) {
+    pings.fetch_add(1);
+    r.service->call(r.src_rank, pong, {});
+    return std::vector<std::byte>{};
+  });
+  rt().barrier();
+  const int K = 1000;
+  const uint32_t ping = runtime::Service::id_of("test.flood.ping");
+  for (int i = 0; i < K; ++i) rt().service().call(right(), ping, {});
+  wait::Backoff b;
+  while (pongs.load() < K || pings.load() < K) b.pause();
+  rt().barrier();
+  EXPECT_EQ(pongs.load(), K);
+  EXPECT_EQ(pings.load(), K);
+}
+
 TEST(Service, BadCallsAreErrorsAndTheReceiverKeepsRunning) {
   uint64_t bad_before = rt().service().bad_messages();
   rt().barrier();

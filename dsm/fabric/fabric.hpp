@@ -273,4 +273,14 @@ std::vector<std::string> compiled_providers();
 // Creates the named provider ("shm"); a clear error if it is unknown or unusable here.
 std::unique_ptr<Provider> make_provider(const std::string& name, const ProviderContext& ctx);
 
+// Work a thread does while it waits inside post_send for a peer's receive buffer (the shm
+// provider's RNR wait runs on the posting thread; a NIC retries by itself and never calls it).
+// The service thread installs one that frees its own receive buffers, so two processes whose
+// senders wait for each other's buffers cannot deadlock. Per thread; fn == nullptr: none.
+struct PostWaitHook {
+  void (*fn)(void* arg) = nullptr;
+  void* arg = nullptr;
+};
+inline thread_local PostWaitHook t_post_wait_hook;
+
 }  // namespace loom::fabric

@@ -130,13 +130,23 @@ void Service::send(int dest, uint32_t function, uint32_t kind, uint64_t token, s
   Peer& p = *peers_[static_cast<size_t>(dest)];
   Header h{kMagic, function, static_cast<uint32_t>(payload.size()), kind, token};
   size_t total = sizeof h + payload.size();
-  std::lock_guard<std::mutex> g(p.send_mu);
+  // The service thread never just waits: another thread holding send_mu may itself wait for a
+  // peer whose sender waits for this process's receive buffers, which only it frees (drain).
+  const bool service_thread = on_service_thread();
+  std::unique_lock<std::mutex> g(p.send_mu, std::defer_lock);
+  wait::Backoff b;
+  if (service_thread) {
+    while (!g.try_lock()) {
+      if (drain() == 0) b.pause();
+    }
+  } else {
+    g.lock();
+  }
   fabric::SendWr wr;
   wr.opcode = fabric::Opcode::Send;
   std::optional<memory::LinearCircularAllocator::Segment> seg;
-  wait::Backoff b;
   while (!(seg = p.send_buffers->allocate(total, 8))) {
-    if (p.tx->progress() == 0) b.pause();
+    if (p.tx->progress() == 0 && (!service_thread || drain() == 0)) b.pause();
   }
   std::memcpy(seg->mem.bytes(), &h, sizeof h);
   if (!payload.empty()) std::memcpy(seg->mem.bytes() + sizeof h, payload.data(), payload.size());
@@ -189,37 +199,45 @@ void Service::reject(const std::string& why) {
   log::error("service: rejected a message: ", why);
 }
 
-void Service::handle(const fabric::Completion& c) {
+void Service::accept(const fabric::Completion& c) {
   const size_t slots = peers_.size() * cfg_.recv_buffers;
   // Completions are written by peers: validate everything before use.
   if (c.wr_id >= slots) { reject("receive completion names buffer " + std::to_string(c.wr_id) + " which does not exist"); return; }
   size_t slot = static_cast<size_t>(c.wr_id);
-  bool reposted = false;
+  int src = static_cast<int>(slot / cfg_.recv_buffers);
+  // The buffer is reposted however this ends: a handler that calls the sender back (whose
+  // reply needs a buffer here), or the sender's next message, must not wait for the handler.
   struct Repost {
     Service* s;
     size_t slot;
-    bool* done;
-    ~Repost() {
-      if (!*done) s->repost(slot);
-    }
-  } repost_on_exit{this, slot, &reposted};
-  int src = static_cast<int>(slot / cfg_.recv_buffers);
+    ~Repost() { s->repost(slot); }
+  } repost_on_exit{this, slot};
   if (c.status != fabric::Status::Success) { reject(std::string("receive failed: ") + fabric::to_string(c.status)); return; }
   if (c.src_rank != src) { reject("completion claims rank " + std::to_string(c.src_rank) + " on the queue pair of rank " + std::to_string(src)); return; }
   if (c.byte_len < sizeof(Header) || c.byte_len > cfg_.message_bytes) { reject("message of " + std::to_string(c.byte_len) + " bytes is truncated or oversized"); return; }
-  // The message is copied out and its buffer reposted before anything runs: a handler that
-  // calls the sender back (whose reply needs a buffer here), or the sender's next message, must
-  // not wait for this handler to return; only this thread reposts.
   const std::byte* in = reinterpret_cast<const std::byte*>(recv_chunk_.bytes() + slot * cfg_.message_bytes);
-  incoming_.assign(in, in + c.byte_len);
-  reposted = true;
-  repost(slot);
-  const std::byte* msg = incoming_.data();
+  Received r{src, {}};
+  if (!spare_.empty()) {
+    r.bytes = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  r.bytes.assign(in, in + c.byte_len);
+  backlog_.push_back(std::move(r));
+}
+
+int Service::drain() {
+  fabric::Completion cs[16];
+  int n = recv_cq_->poll(cs);
+  for (int i = 0; i < n; ++i) accept(cs[i]);
+  return n;
+}
+
+void Service::handle(int src, std::span<const std::byte> msg) {
   Header h;
-  std::memcpy(&h, msg, sizeof h);
+  std::memcpy(&h, msg.data(), sizeof h);
   if (h.magic != kMagic) { reject("bad magic number from rank " + std::to_string(src)); return; }
-  if (h.length != c.byte_len - sizeof(Header)) { reject("length field " + std::to_string(h.length) + " disagrees with the " + std::to_string(c.byte_len) + " bytes received from rank " + std::to_string(src)); return; }
-  std::span<const std::byte> payload(msg + sizeof h, h.length);
+  if (h.length != msg.size() - sizeof(Header)) { reject("length field " + std::to_string(h.length) + " disagrees with the " + std::to_string(msg.size()) + " bytes received from rank " + std::to_string(src)); return; }
+  std::span<const std::byte> payload = msg.subspan(sizeof h);
   if (h.kind == kReply || h.kind == kErrorReply) {
     std::shared_ptr<Pending> p;
     {
@@ -250,7 +268,10 @@ void Service::handle(const fabric::Completion& c) {
     }
     return;
   }
-  ServiceRequest req{src, h.function, payload, h.kind == kRequest ? h.token : 0, this};
+  run_handler(fn, ServiceRequest{src, h.function, payload, h.kind == kRequest ? h.token : 0, this});
+}
+
+void Service::run_handler(const ServiceHandler& fn, const ServiceRequest& req) {
   std::vector<std::byte> reply;
   bool failed = false;
   try {
@@ -259,10 +280,10 @@ void Service::handle(const fabric::Completion& c) {
     failed = true;
     std::string text = e.what();
     reply.assign(reinterpret_cast<const std::byte*>(text.data()), reinterpret_cast<const std::byte*>(text.data()) + text.size());
-    if (h.kind != kRequest) log::error("service: handler for function ", h.function, " failed: ", text);
+    if (req.token == 0) log::error("service: handler for function ", req.function, " failed: ", text);
   }
   handled_.fetch_add(1, std::memory_order_relaxed);
-  if (h.kind != kRequest) return;
+  if (req.token == 0) return;
   // A waiting caller always hears back: a reply too large for one message is an error reply,
   // and an error text too large is cut to fit.
   if (!failed && reply.size() > max_payload()) {
@@ -272,27 +293,31 @@ void Service::handle(const fabric::Completion& c) {
     reply.assign(reinterpret_cast<const std::byte*>(text.data()), reinterpret_cast<const std::byte*>(text.data()) + text.size());
   }
   if (reply.size() > max_payload()) reply.resize(max_payload());
-  send(src, 0, failed ? kErrorReply : kReply, h.token, reply);
+  send(req.src_rank, 0, failed ? kErrorReply : kReply, req.token, reply);
 }
 
 void Service::loop() {
-  fabric::Completion cs[16];
+  // While a send of this thread waits for a peer's receive buffer, this thread's own buffers
+  // keep being freed (the peer's sender may be waiting for them: fabric::PostWaitHook).
+  fabric::t_post_wait_hook = {[](void* s) { static_cast<Service*>(s)->drain(); }, this};
   wait::Backoff b;
   while (!stop_.load(std::memory_order_acquire)) {
-    int n = recv_cq_->poll(cs);
-    if (n == 0) {
+    if (backlog_.empty() && drain() == 0) {
       if (recv_cq_->overrun()) fail("service: receive completion queue overran");
       if (b.should_sleep()) recv_cq_->wait(std::chrono::milliseconds(20));
       else b.spin_or_yield();
       continue;
     }
     b.reset();
-    for (int i = 0; i < n; ++i) {
+    while (!backlog_.empty()) {
+      Received r = std::move(backlog_.front());
+      backlog_.pop_front();
       try {
-        handle(cs[i]);
+        handle(r.src, r.bytes);
       } catch (const std::exception& e) {
         log::error("service: ", e.what());
       }
+      spare_.push_back(std::move(r.bytes));
     }
   }
 }

@@ -4,6 +4,7 @@
 // Calls are "no-setup": any thread may call any process without prior negotiation.
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -74,9 +75,20 @@ class Service {
     std::mutex send_mu;
     std::unique_ptr<memory::LinearCircularAllocator> send_buffers;
   };
+  // A message copied out of its receive buffer, waiting to be handled (service thread only).
+  struct Received {
+    int src = -1;
+    std::vector<std::byte> bytes;
+  };
   void send(int dest, uint32_t function, uint32_t kind, uint64_t token, std::span<const std::byte> payload);
   void loop();
-  void handle(const fabric::Completion& c);
+  // Takes what the receive queue holds: each message is validated, copied to the backlog and
+  // its buffer reposted. The service thread also runs it whenever a send of its own waits.
+  int drain();
+  void accept(const fabric::Completion& c);
+  void handle(int src, std::span<const std::byte> msg);
+  // Runs a handler; for a request (req.token != 0) sends its reply or error reply.
+  void run_handler(const ServiceHandler& fn, const ServiceRequest& req);
   void repost(size_t slot);
   void reject(const std::string& why);
 
@@ -99,7 +111,10 @@ class Service {
   std::thread thread_;
   std::atomic<uint64_t> bad_{0};
   std::atomic<uint64_t> handled_{0};
-  std::vector<std::byte> incoming_;  // the message being handled, copied out (service thread only)
+  // Service thread only: messages received and not yet handled, in arrival order, and spare
+  // buffers for them (reused, so a message costs no allocation once the job is warm).
+  std::deque<Received> backlog_;
+  std::vector<std::vector<std::byte>> spare_;
 };
 
 }  // namespace loom::runtime

@@ -73,7 +73,8 @@ void ShmQp::connect(std::span<const std::byte> peer_endpoint) {
 
 bool ShmQp::take_recv(RqEntry* out, Status* why) {
   // The RNR retry of a NIC, done on the posting thread: wait (spin, yield, sleep) until the
-  // target posts a receive, the peer dies, or LOOM_SHM_RNR_TIMEOUT_MS passes.
+  // target posts a receive, the peer dies, or LOOM_SHM_RNR_TIMEOUT_MS passes; meanwhile this
+  // thread's PostWaitHook runs (the service thread frees its own receive buffers in it).
   wait::Backoff backoff;
   auto start = std::chrono::steady_clock::now();
   for (;;) {
@@ -85,6 +86,7 @@ bool ShmQp::take_recv(RqEntry* out, Status* why) {
       peer_rq_->head.store(h + 1, std::memory_order_release);
       return true;
     }
+    if (t_post_wait_hook.fn != nullptr) t_post_wait_hook.fn(t_post_wait_hook.arg);
     if (backoff.should_sleep()) {
       if (!p_.peer_alive(peer_)) { *why = Status::PeerUnreachable; return false; }
       uint64_t limit = p_.rnr_timeout_ns();
