@@ -3,7 +3,11 @@
 // others wait forever. The launcher must end the job, name the rank and clean up.
 // Mode "vanish": the rank leaves quietly (status 0, so the job goes on) and the others check
 // that a SEND and a service call to it fail with a clear error instead of hanging.
-// Mode "lock-leave": the rank takes a shared-region lock and leaves quietly while holding it;
+// Modes exit, kill, stop and leave (status 0 without the collective teardown) end the victim
+// while the others wait in the layer argv[3] names (default: pause; leave: the bootstrap
+// barrier): barrier, lock (a shared-region lock the victim holds), dsm-barrier, call (a service
+// call to the victim). A wait that notices prints "<layer> error" and ends with status 14.
+// Mode "lock-leave" (= leave lock): the rank takes a shared-region lock and leaves quietly while holding it;
 // the others queue for the lock and must name it instead of waiting forever.
 // Mode "big": every rank asks for 96 MiB of registered memory and writes all of it; where the
 // shared-memory file system has less room, the allocation must fail with a clear error (status
@@ -14,6 +18,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "coherence/space.hpp"
 #include "dsm/runtime/runtime.hpp"
@@ -21,7 +27,7 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: crash_helper RANK exit|kill|ok|vanish|leave|lock-leave|big\n");
+    std::fprintf(stderr, "usage: crash_helper RANK exit|kill|stop|leave|ok|vanish|lock-leave|big [pause|barrier|lock|dsm-barrier|call]\n");
     return 2;
   }
   loom::Runtime rt(argc, argv);
@@ -74,30 +80,43 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     _exit(c.status == loom::fabric::Status::PeerUnreachable ? 0 : 12);  // the barrier partner is gone
   }
+  // The matrix: the victim ends in way argv[2] while the others wait in layer argv[3].
+  const std::string way = argv[2];
+  std::string layer = argc > 3 ? argv[3] : "pause";
+  if (way == "leave" && argc <= 3) layer = "barrier";
+  if (way == "lock-leave") layer = "lock";
+  const bool leave = way == "leave" || way == "lock-leave";
+  std::optional<loom::coherence::Space> dsm;
+  std::optional<loom::coherence::Lock> lock;
+  // A call the victim never answers: whatever ends the wait is the victim's end.
+  const uint32_t hold = rt.service().register_handler("crash_helper.hold", [](const loom::runtime::ServiceRequest&) {
+    for (;;) pause();
+    return std::vector<std::byte>{};
+  });
+  if (layer == "lock" || layer == "dsm-barrier") dsm.emplace(rt);  // collective
+  if (layer == "lock") {
+    lock.emplace(dsm->make_lock());
+    if (rt.rank() == victim) lock->lock();  // the victim ends holding it
+  }
+  rt.barrier();
   if (rt.rank() == victim) {
-    if (std::strcmp(argv[2], "exit") == 0) std::exit(3);
-    if (std::strcmp(argv[2], "kill") == 0) raise(SIGKILL);
-    if (std::strcmp(argv[2], "leave") == 0) _exit(0);  // status 0, without the collective teardown
+    if (way == "exit") std::exit(3);
+    if (way == "kill") raise(SIGKILL);
+    if (leave) _exit(0);  // status 0, without the collective teardown
+    if (way == "stop") raise(SIGSTOP);  // alive, but never answers again
+    for (;;) pause();
   }
-  if (std::strcmp(argv[2], "leave") == 0) {
-    rt.barrier();  // the others wait for the rank that left
-    return 0;
+  try {
+    if (layer == "pause") for (;;) pause();
+    if (layer == "barrier") rt.barrier();
+    if (layer == "lock") lock->lock();
+    if (layer == "dsm-barrier") dsm->barrier();
+    if (layer == "call") rt.service().call_sync(victim, hold, {});
+    std::printf("rank %d: the %s wait returned although rank %d is gone\n", rt.rank(), layer.c_str(), victim);
+    return 13;
+  } catch (const loom::Error& e) {
+    std::printf("rank %d: %s error: %s\n", rt.rank(), layer.c_str(), e.what());
+    std::fflush(stdout);
+    _exit(14);  // the job cannot go on without the rank
   }
-  if (std::strcmp(argv[2], "lock-leave") == 0) {
-    loom::coherence::Space dsm(rt);
-    loom::coherence::Lock l = dsm.make_lock();
-    if (rt.rank() == victim) l.lock();
-    rt.barrier();
-    if (rt.rank() == victim) _exit(0);  // holding the lock, without the collective teardown
-    try {
-      l.lock();
-      std::printf("rank %d: took the lock its holder left with\n", rt.rank());
-      return 13;
-    } catch (const loom::Error& e) {
-      std::printf("rank %d: lock error: %s\n", rt.rank(), e.what());
-      std::fflush(stdout);
-      _exit(14);  // the job cannot go on: the lock is lost
-    }
-  }
-  for (;;) pause();
 }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -188,6 +189,44 @@ TEST_F(Launcher, APeerThatDiedIsAClearErrorNotAHang) {
   }
   EXPECT_FALSE(segments_left());
 }
+
+// The kill / exit / exit-0 / SIGSTOP matrix over the waits of every layer: however a rank ends
+// or stops while the others wait for it (bootstrap barrier, a shared-region lock it holds, a
+// shared-region barrier, a service call to it), the job ends within seconds, names the rank and
+// fails, and leaves nothing behind (issue 17). A stop is loomrun's to see (LOOM_STOPPED_LIMIT_MS);
+// a rank that leaves with status 0 is seen by the wait itself.
+class LeaveMatrix : public Launcher, public testing::WithParamInterface<std::tuple<std::string, std::string>> {};
+
+TEST_P(LeaveMatrix, TheJobEndsNamingTheRank) {
+  const auto& [way, layer] = GetParam();
+  auto r = run("LOOM_STOPPED_LIMIT_MS=1000 " + loomrun(std::string("-n 3 --timeout 60 ") + CRASH_HELPER_PATH + " 1 " + way + " " + layer));
+  EXPECT_NE(r.status, 124) << "the job hung until the timeout: " << r.output;
+  EXPECT_LT(r.seconds, 20.0) << r.output;
+  if (way == "kill" || way == "exit") {
+    // loomrun reaps the victim, or a waiter sees it gone first and fails (status 14).
+    const int own = way == "kill" ? 128 + SIGKILL : 3;
+    EXPECT_TRUE(r.status == own || r.status == 14) << r.output;
+    EXPECT_NE(r.output.find("rank 1"), std::string::npos) << r.output;
+  } else if (way == "stop") {
+    EXPECT_EQ(r.status, 128 + SIGSTOP) << r.output;
+    EXPECT_NE(r.output.find("rank 1 (pid"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("was stopped by signal"), std::string::npos) << r.output;
+  } else {  // leave: status 0 without the teardown; a waiter names rank 1 and fails
+    EXPECT_EQ(r.status, 14) << r.output;
+    EXPECT_NE(r.output.find(layer + " error"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("rank 1"), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(segments_left());
+}
+
+INSTANTIATE_TEST_SUITE_P(Ways, LeaveMatrix,
+                         testing::Combine(testing::Values("exit", "kill", "stop", "leave"),
+                                          testing::Values("barrier", "lock", "dsm-barrier", "call")),
+                         [](const auto& info) {
+                           std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
 
 TEST_F(Launcher, BadUsageIsAClearError) {
   auto r = run(loomrun("-n 0 true"));

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "dsm/common/dsm_settings.hpp"
 #include "dsm/common/system.hpp"
 #include "dsm/runtime/bootstrap.hpp"
 #include "dsm/runtime/job_dir.hpp"
@@ -45,6 +46,8 @@ struct Child {
   std::string out_buf, err_buf;
   bool running = true;
   int status = 0;
+  int stop_signal = 0;  // the signal that stopped it, while it is stopped
+  std::chrono::steady_clock::time_point stopped_at;
 };
 
 void emit(int rank, std::string& buf, FILE* to, bool prefix, bool final) {
@@ -83,6 +86,7 @@ struct Options {
   int n = -1;
   std::string threads, provider;
   double timeout_s = 0;  // 0: none
+  int64_t stopped_limit_ms = 3000;  // LOOM_STOPPED_LIMIT_MS; 0: a stopped rank is waited for
   bool prefix = true;
   int program = 0;  // argv index of the program
 };
@@ -203,7 +207,7 @@ bool start_ranks(const Options& o, char** argv, const std::string& job_id, const
     close(err[1]);
     fcntl(out[0], F_SETFL, O_NONBLOCK);
     fcntl(err[0], F_SETFL, O_NONBLOCK);
-    kids[static_cast<size_t>(r)] = Child{r, pid, out[0], err[0], {}, {}, true, 0};
+    kids[static_cast<size_t>(r)] = Child{r, pid, out[0], err[0], {}, {}, true, 0, 0, {}};
   }
   return true;
 }
@@ -218,6 +222,7 @@ class Supervisor {
     while (running_ > 0 || output_open()) {
       relay_output();
       reap();
+      check_stopped();
       if (g_signal != 0 && !terminating_) {
         std::fprintf(stderr, "loomrun: received signal %d; terminating the job\n", static_cast<int>(g_signal));
         end_job(128 + g_signal);
@@ -265,14 +270,32 @@ class Supervisor {
   void reap() {
     int st;
     pid_t p;
-    while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+    while ((p = waitpid(-1, &st, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
       for (auto& k : kids_) {
         if (k.pid != p || !k.running) continue;
+        if (WIFSTOPPED(st) || WIFCONTINUED(st)) {
+          k.stop_signal = WIFSTOPPED(st) ? WSTOPSIG(st) : 0;
+          k.stopped_at = clock::now();
+          continue;
+        }
         k.running = false;
         k.status = st;
         --running_;
         if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !terminating_) rank_failed(k, st);
       }
+    }
+  }
+
+  // A rank stopped (SIGSTOP, SIGTSTP, ...) is alive but its peers would wait for it forever.
+  void check_stopped() {
+    if (terminating_ || o_.stopped_limit_ms == 0) return;
+    for (auto& k : kids_) {
+      if (!k.running || k.stop_signal == 0) continue;
+      if (clock::now() - k.stopped_at < std::chrono::milliseconds(o_.stopped_limit_ms)) continue;
+      std::fprintf(stderr, "loomrun: rank %d (pid %d) was stopped by signal %d (%s) for %.1f s (LOOM_STOPPED_LIMIT_MS); terminating the job\n",
+                   k.rank, k.pid, k.stop_signal, strsignal(k.stop_signal), static_cast<double>(o_.stopped_limit_ms) / 1000);
+      end_job(128 + k.stop_signal);
+      return;
     }
   }
 
@@ -293,6 +316,7 @@ class Supervisor {
     terminating_ = true;
     term_at_ = clock::now();
     signal_all(SIGTERM);
+    signal_all(SIGCONT);  // a stopped rank takes its SIGTERM only once continued
   }
 
   void signal_all(int sig) {
@@ -308,7 +332,8 @@ class Supervisor {
   clock::time_point term_at_;
 };
 
-int run_job(const Options& o, char** argv) {
+int run_job(Options o, char** argv) {
+  o.stopped_limit_ms = loom::settings::get_int(loom::settings::dsm::kStoppedLimit);
   std::string job_id, job_dir;
   if (!set_up_job(o.n, job_id, job_dir)) return 1;
   catch_signals();
