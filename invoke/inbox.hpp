@@ -86,6 +86,7 @@ class Inbox {
   const Entry* last_entry_ = nullptr;
   std::vector<std::unique_ptr<memory::LinearCircularAllocator>> return_staging_;  // per rank
   friend class Invoker;
+  friend struct InboxWireAccess;  // tests/fuzz/fuzz_invoke_channel.cpp: wire bytes into a channel
 };
 
 }  // namespace loom::invoke

@@ -5,6 +5,7 @@
 #include "dsm/common/error.hpp"
 #include "dsm/common/log.hpp"
 #include "dsm/runtime/connect.hpp"
+#include "dsm/runtime/service_wire.hpp"
 #include "dsm/common/backoff.hpp"
 #include "dsm/common/futex.hpp"
 
@@ -12,17 +13,7 @@ namespace loom::runtime {
 
 namespace {
 
-constexpr uint32_t kMagic = 0x4c535643;  // "LSVC"
-enum Kind : uint32_t { kOneWay = 0, kRequest = 1, kReply = 2, kErrorReply = 3 };
-
-struct Header {
-  uint32_t magic;
-  uint32_t function;
-  uint32_t length;  // payload bytes after the header
-  uint32_t kind;
-  uint64_t token;
-};
-static_assert(sizeof(Header) == 24);
+using namespace service_wire;
 
 thread_local const Service* t_service_thread_of = nullptr;
 
@@ -233,11 +224,11 @@ int Service::drain() {
 }
 
 void Service::handle(int src, std::span<const std::byte> msg) {
-  Header h;
-  std::memcpy(&h, msg.data(), sizeof h);
-  if (h.magic != kMagic) { reject("bad magic number from rank " + std::to_string(src)); return; }
-  if (h.length != msg.size() - sizeof(Header)) { reject("length field " + std::to_string(h.length) + " disagrees with the " + std::to_string(msg.size()) + " bytes received from rank " + std::to_string(src)); return; }
-  std::span<const std::byte> payload = msg.subspan(sizeof h);
+  std::string why;
+  auto m = decode(msg, &why);
+  if (!m) { reject(why + " (from rank " + std::to_string(src) + ")"); return; }
+  const Header& h = m->header;
+  std::span<const std::byte> payload = m->payload;
   if (h.kind == kReply || h.kind == kErrorReply) {
     std::shared_ptr<Pending> p;
     {
@@ -253,7 +244,6 @@ void Service::handle(int src, std::span<const std::byte> msg) {
     handled_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  if (h.kind != kOneWay && h.kind != kRequest) { reject("unknown message kind " + std::to_string(h.kind)); return; }
   ServiceHandler fn;
   {
     std::shared_lock<std::shared_mutex> g(handlers_mu_);

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the fuzz preset (clang, libFuzzer, ASan + UBSan) and runs every fuzz target from its
+# seed corpus (tests/fuzz/corpus/<target>): `scripts/fuzz.sh [SECONDS]` runs each for SECONDS
+# (default 20; .ci/run), `scripts/fuzz.sh --runs N` for N inputs each (the long run). New inputs
+# go to build/fuzz/corpus/<target>, crashes to build/fuzz/artifacts/. Exit status 1 if any
+# target found a failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+limit=(-max_total_time="${1:-20}")
+if [ "${1:-}" = "--runs" ]; then limit=(-runs="${2:?--runs needs a count}"); fi
+cmake --preset fuzz > /dev/null
+cmake --build --preset fuzz --target fuzz_all
+mkdir -p build/fuzz/artifacts
+failed=0
+for dir in tests/fuzz/corpus/*/; do
+  t=$(basename "$dir")
+  new="build/fuzz/corpus/$t"
+  mkdir -p "$new"
+  log="build/fuzz/$t.log"
+  start=$(date +%s)
+  if "build/fuzz/tests/fuzz/$t" "${limit[@]}" -rss_limit_mb=4096 -print_final_stats=1 \
+       -artifact_prefix="build/fuzz/artifacts/$t-" "$new" "$dir" > "$log" 2>&1; then
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    echo "fuzz: $t: $runs inputs in $(( $(date +%s) - start )) s, no failure"
+  else
+    failed=1
+    echo "fuzz: $t FAILED (log: $log; the input: build/fuzz/artifacts/$t-*)"
+    grep -E "ERROR|SUMMARY|runtime error" "$log" | head -5 || true
+  fi
+done
+exit $failed

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the fuzz targets (tests/fuzz/corpus/<target>/): well-formed
+inputs built from the wire layouts (invoke/wire.hpp, dsm/runtime/service_wire.hpp,
+coherence/notices.hpp, dsm/fabric/*/..._internal.hpp), so fuzzing starts past every check.
+Run from the repository root after a layout changes: python3 tests/fuzz/make_seeds.py"""
+import os
+import struct
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def fnv1a(name):
+    h = 2166136261
+    for c in name.encode():
+        h = ((h ^ c) * 16777619) & 0xFFFFFFFF
+    return h or 1
+
+
+def write(target, name, data):
+    d = os.path.join(ROOT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def service_wire():
+    magic = 0x4C535643
+    for kind, payload in [(0, b""), (1, b"hello"), (2, b"\x00" * 16), (3, b"error text")]:
+        write("fuzz_service_wire", f"kind{kind}", struct.pack("<IIIIQ", magic, 77, len(payload), kind, 5) + payload)
+
+
+def notices():
+    magic = 0x4C4E4F54
+    entries = [(1 << 32 | 3, 9 << 16 | 1), (2 << 32 | 0, 12 << 16 | 3)]
+    body = b"".join(struct.pack("<QQ", k, tw) for k, tw in entries)
+    write("fuzz_notices", "two", bytes([4, 8]) + struct.pack("<IIQ", magic, len(entries), 7) + body)
+    write("fuzz_notices", "empty", bytes([2, 1]) + struct.pack("<IIQ", 0, 0, 0))
+
+
+def settings():
+    for i, text in enumerate(["4096", "1G", "2M", "-1", "0", "256K", "9223372036854775807", "18446744073709551616", "1e3", " 5"]):
+        write("fuzz_settings", f"v{i}", text.encode())
+
+
+def endpoint():
+    write("fuzz_endpoint", "shm", bytes([1]) + struct.pack("<IiII", 0x4C4D5145, 1, 3, 0))
+    write("fuzz_endpoint", "verbs", bytes([2]) + struct.pack("<IiIIHBB", 0x4C4D5645, 2, 9, 100, 1, 1, 5) + bytes(16))
+
+
+# ---- invoke channel: chunk 0 of a channel, records at global offset 128 on ----
+CHUNK_HEADER = 128
+KIND = {"call": 1, "buffer": 2, "written": 3, "read": 4, "return": 5, "broadcast": 6, "named": 7}
+
+
+def frame(fid, kind, payload, notify=None):
+    body = (struct.pack("<QII", *notify) if notify else b"") + payload
+    body += bytes((-len(body)) % 8)
+    length = 8 + len(body)
+    word = (fid << 32) | ((1 if notify else 0) << 31) | (KIND[kind] << 24) | (length >> 3)
+    return struct.pack("<Q", word) + body
+
+
+def record(offset, frames):
+    body = b"".join(frames)
+    length = 16 + len(body)
+    length += (-length) % 16
+    pad = (length - 16 - len(body)) // 8
+    body += struct.pack("<Q", (0 << 24) | 1) * pad  # pad frames
+    word = (((offset >> 3) & ((1 << 44) - 1)) << 20) | (length >> 3)
+    return struct.pack("<Q", word) + body + struct.pack("<Q", word), length
+
+
+def channel(frames_per_record, start=CHUNK_HEADER):
+    """A chunk whose records begin at global offset `start`."""
+    out = bytearray(CHUNK_HEADER)
+    offset = start
+    for frames in frames_per_record:
+        rec, n = record(offset, frames)
+        out += rec
+        offset += n
+    return bytes(out), offset
+
+
+def invoke_channel():
+    fid = {k: fnv1a("fuzz." + k) for k in ("call", "buffer", "written", "read", "return", "named")}
+    call = frame(fid["call"], "call", bytes(range(16)))
+    buf = frame(fid["buffer"], "buffer", struct.pack("<Q", 5) + bytes(8) + b"abcde")
+    written = frame(fid["written"], "written", struct.pack("<QQ", 0x1000, 8) + bytes(8))
+    read = frame(fid["read"], "read", struct.pack("<QIIQ", 0x1000, 3, 0, 64) + bytes(8))
+    ret = frame(fid["return"], "return", struct.pack("<QIIQ", 0x1000, 3, 8, 1) + bytes(8))
+    named = frame(fid["named"], "named", struct.pack("<Q", 3) + b"xyz")
+    notified = frame(fid["call"], "call", bytes(16), notify=(0x2000, 5, 0))
+    bcast = frame(0, "broadcast", struct.pack("<II", 0, 0) + call)
+    for name, frames in [("call", [call]), ("buffer", [buf]), ("written", [written]), ("read", [read]),
+                         ("return", [ret]), ("named", [named]), ("notified", [notified]), ("broadcast", [bcast])]:
+        data, _ = channel([frames])
+        write("fuzz_invoke_channel", name, data)
+        write("fuzz_invoke_channel", "send-" + name, frames[0])  # the send-based form: one frame
+    data, _ = channel([[call, named], [buf, call, call]])
+    write("fuzz_invoke_channel", "aggregated", data)
+    # A rotation: the sender closed chunk 0 at its end and went on in chunk 1.
+    data, end = channel([[call]])
+    data2, _ = channel([[named]], start=end)
+    data = bytearray(data)
+    struct.pack_into("<Q", data, 0, end << 8)  # rotation marker: closed at `end`, no chunk inserted
+    write("fuzz_invoke_channel", "rotation", bytes(data) + bytes(4096 - len(data)) + data2)
+
+
+if __name__ == "__main__":
+    service_wire()
+    notices()
+    settings()
+    endpoint()
+    invoke_channel()
+    for t in sorted(os.listdir(ROOT)):
+        print(t, len(os.listdir(os.path.join(ROOT, t))), "seeds")
