@@ -273,10 +273,11 @@ std::vector<std::string> compiled_providers();
 // Creates the named provider ("shm"); a clear error if it is unknown or unusable here.
 std::unique_ptr<Provider> make_provider(const std::string& name, const ProviderContext& ctx);
 
-// Work a thread does while it waits inside post_send for a peer's receive buffer (the shm
-// provider's RNR wait runs on the posting thread; a NIC retries by itself and never calls it).
-// The service thread installs one that frees its own receive buffers, so two processes whose
-// senders wait for each other's buffers cannot deadlock. Per thread; fn == nullptr: none.
+// Work a thread does while a post waits for the peer: inside post_send for a receive buffer
+// (the shm provider's RNR wait runs on the posting thread) and in the Transmitter for send-queue
+// credits (on a NIC, sends complete only once the peer has a receive buffer). The service thread
+// installs one that frees its own receive buffers, so two processes whose senders wait for each
+// other's buffers cannot deadlock. Per thread; fn == nullptr: none.
 struct PostWaitHook {
   void (*fn)(void* arg) = nullptr;
   void* arg = nullptr;

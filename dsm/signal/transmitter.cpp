@@ -149,6 +149,9 @@ Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
     uint64_t floor = want ? 0 : reserve_;
     if (!own && credits <= floor) {
       if (progress() == 0) {
+        // The queue is full until the peer takes our sends; it may wait for buffers only this
+        // thread frees (the service thread's fabric::PostWaitHook).
+        if (fabric::t_post_wait_hook.fn != nullptr) fabric::t_post_wait_hook.fn(fabric::t_post_wait_hook.arg);
         if (backoff.should_sleep()) cq_.wait(std::chrono::milliseconds(1));
         else backoff.spin_or_yield();
       }
