@@ -1,8 +1,10 @@
 // bench_coherence: the shared regions' costs on 2 processes, beside the fabric's own floor
-// measured in the same run, and the seed's ablation (floating/fixed home x timestamp/directory
-// invalidation) on a write-heavy and a read-heavy micro-kernel.
+// measured in the same run, the seed's ablation (floating/fixed home x timestamp/directory
+// invalidation) on a write-heavy and a read-heavy micro-kernel, and a whole program: the Jacobi
+// stencil (coherence_jacobi.cpp) against the plain loop and OpenMP.
 //
 //   loomrun -n 2 bench_coherence [--quick] [--csv FILE]
+//   loomrun -n P bench_coherence --only jacobi [--quick] [--csv FILE]   (any P)
 //
 // Rank 0 measures; rank 1 is the other side (the home of what rank 0 misses on, the other
 // locker, the other barrier party).
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "bench/bench_common.hpp"
+#include "bench/coherence_jacobi.hpp"
 #include "coherence/space.hpp"
 
 using namespace loom;
@@ -250,6 +253,7 @@ double read_heavy(Runtime& rt, const Policy& p, int iters) {
 
 struct Args {
   bool quick = false;
+  bool only_jacobi = false;
   std::string csv;
 };
 
@@ -258,9 +262,19 @@ bool parse_args(int argc, char** argv, Args& a) {
     std::string s = argv[i];
     if (s == "--quick") a.quick = true;
     else if (s == "--csv" && i + 1 < argc) a.csv = argv[++i];
+    else if (s == "--only" && i + 1 < argc && std::string(argv[i + 1]) == "jacobi") a.only_jacobi = true, ++i;
     else return false;
   }
   return true;
+}
+
+JacobiOptions jacobi_options(bool quick) {
+  JacobiOptions o;
+  if (quick) {
+    o.sizes = {512};
+    o.reps = 1;
+  }
+  return o;
 }
 
 // What each step needs at least: fabric READs of 4 KiB and 8 B, and the kernel's fault plus
@@ -345,8 +359,15 @@ int main(int argc, char** argv) {
   Runtime rt(argc, argv);
   Args a;
   if (!parse_args(argc, argv, a)) {
-    if (rt.rank() == 0) std::fprintf(stderr, "usage: loomrun -n 2 bench_coherence [--quick] [--csv FILE]\n");
+    if (rt.rank() == 0)
+      std::fprintf(stderr, "usage: loomrun -n 2 bench_coherence [--quick] [--csv FILE]\n"
+                           "       loomrun -n P bench_coherence --only jacobi [--quick] [--csv FILE]\n");
     return 2;
+  }
+  if (a.only_jacobi) {
+    std::vector<Row> rows = jacobi_benchmark(rt, jacobi_options(a.quick));
+    if (rt.rank() == 0 && !a.csv.empty()) write_csv(a.csv, rows);
+    return 0;
   }
   if (rt.size() != 2) {
     if (rt.rank() == 0) std::fprintf(stderr, "bench_coherence runs on 2 processes (loomrun -n 2)\n");
@@ -358,13 +379,16 @@ int main(int argc, char** argv) {
   f.fault = page_fault_floor_us(a.quick ? 1024 : 4096);
   const Micro m = micro(rt, a.quick);
   const std::vector<Abl> abl = ablation(rt, a.quick);
+  std::vector<Row> jacobi = jacobi_benchmark(rt, jacobi_options(a.quick));
   if (rt.rank() == 0) {
     std::printf("\nbench_coherence: shared regions, 2 processes, %s provider%s\n", rt.provider().info().name.c_str(),
                 a.quick ? " (quick)" : "");
     report_micro(f, m);
     report_ablation(abl);
     report_targets(f, m);
-    if (!a.csv.empty()) write_csv(a.csv, rows_of(f, m, abl));
+    std::vector<Row> rows = rows_of(f, m, abl);
+    rows.insert(rows.end(), jacobi.begin(), jacobi.end());
+    if (!a.csv.empty()) write_csv(a.csv, rows);
   }
   return 0;
 }

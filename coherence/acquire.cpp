@@ -28,7 +28,7 @@ void Space::Impl::apply_notices(std::optional<LaneGuard>& lane) {
       if (rs == nullptr) continue;  // a region destroyed since
       size_t b = e.key & 0xffffffffu;
       if (b >= rs->r->blocks()) continue;
-      if (e.wts <= rs->meta[b].known_wts) continue;
+      if (e.wts <= rs->meta[b].known_wts.load(std::memory_order_relaxed)) continue;
       fresh.push_back(e);
     }
   }
@@ -36,8 +36,8 @@ void Space::Impl::apply_notices(std::optional<LaneGuard>& lane) {
     RegionState* rs = state_by_id(static_cast<uint32_t>(e.key >> 32));
     BlockMeta& m = rs->meta[e.key & 0xffffffffu];
     std::lock_guard<std::mutex> g(m.mu);
-    if (e.wts <= m.known_wts) continue;
-    m.known_wts = e.wts;
+    if (e.wts <= m.known_wts.load(std::memory_order_relaxed)) continue;
+    m.known_wts.store(e.wts, std::memory_order_relaxed);
     if (m.data_wts >= e.wts) continue;
     if (e.wts > m.hint_wts) {
       m.hint_home = static_cast<int>(e.writer);
@@ -48,19 +48,24 @@ void Space::Impl::apply_notices(std::optional<LaneGuard>& lane) {
 }
 
 // Notices were folded somewhere: every copy whose lease ended before the new bound is suspect.
+// Dirty ones are released now; clean ones are revalidated in bulk (revalidate.cpp).
 void Space::Impl::apply_lease_bound(std::optional<LaneGuard>& lane, uint64_t incoming_min_wts) {
   if (incoming_min_wts <= acq_ts) return;
   std::atomic_ref<uint64_t>(acq_ts).store(incoming_min_wts, std::memory_order_relaxed);
+  std::vector<Suspect> suspects;
   for (auto& a : regions) {
     RegionState* rs = a.load(std::memory_order_acquire);
     if (rs == nullptr) continue;
     for (size_t b = 0; b < rs->r->blocks(); ++b) {
       BlockMeta& m = rs->meta[b];
-      if (m.state == State::Invalid) continue;
+      if (m.state == State::Invalid || m.state == State::Exclusive) continue;
       std::lock_guard<std::mutex> g(m.mu);
-      if (m.state != State::Invalid && m.rts < acq_ts) drop(lane, *rs, m);
+      if (m.state == State::Invalid || m.rts >= acq_ts) continue;
+      if (m.state == State::Clean) suspects.push_back(Suspect{rs, &m});
+      else drop(lane, *rs, m);
     }
   }
+  revalidate_expired(lane, suspects);
 }
 
 // The flags are scanned only in regions whose counter moved, eight at a time.
@@ -82,7 +87,7 @@ void Space::Impl::apply_invalidation_flags(std::optional<LaneGuard>& lane) {
         if (std::atomic_ref<uint8_t>(flags[b + j]).exchange(0) == 0) continue;
         BlockMeta& m = rs->meta[b + j];
         std::lock_guard<std::mutex> g(m.mu);
-        m.hint_wts = UINT64_MAX;  // unknown version: the directory says which
+        m.hint_wts = kUnknownWts;  // the directory says which version to read
         drop(lane, *rs, m);
       }
     }

@@ -17,8 +17,10 @@
 namespace loom::coherence {
 
 // Invalid: no access (the next touch fetches). Clean: readable, equal to a version. Dirty:
-// writable, with a twin; published at the next release.
-enum class State : uint8_t { Invalid, Clean, Dirty };
+// writable, with a twin; published at the next release. Exclusive: writable in place, no twin,
+// nothing to publish: the directory names this process as the block's exclusive owner, so no
+// other process holds a copy and any that wants one asks this process to downgrade it first.
+enum class State : uint8_t { Invalid, Clean, Dirty, Exclusive };
 
 struct BlockMeta : boost::intrusive::list_base_hook<> {
   std::mutex mu;
@@ -27,7 +29,7 @@ struct BlockMeta : boost::intrusive::list_base_hook<> {
   uint64_t hint_wts = 0;   // ... and its write timestamp
   uint64_t data_wts = 0;   // version of the bytes in the private copy
   uint64_t rts = 0;        // lease: the copy is valid while acq_ts <= rts
-  uint64_t known_wts = 0;  // newest notice applied
+  std::atomic<uint64_t> known_wts{0};  // newest notice applied; written under mu, peeked without it
   DirWord word0;           // last word0 seen unlocked (the releaser's CAS guess)
   uint32_t region_slot = 0;
   uint32_t block = 0;

@@ -26,6 +26,8 @@ Config Config::from_env() {
   c.notices = static_cast<uint32_t>(loom::settings::get_int(settings::kNotices));
   c.lease = static_cast<uint64_t>(loom::settings::get_int(settings::kLease));
   c.sync_objects = static_cast<uint32_t>(loom::settings::get_int(settings::kSyncObjects));
+  const std::string claims = loom::settings::get_choice(settings::kExclusive);
+  c.claims = claims == "off" ? Claims::Off : claims == "always" ? Claims::Always : Claims::Adaptive;
   return c;
 }
 

@@ -3,7 +3,10 @@
 // who manages a block):
 //
 //   offset 0   word0   [63] W: the entry is locked by a releaser
-//                      [62..48] home rank (15 bits)
+//                      [62] E: the home holds the block exclusively (docs/coherence.md,
+//                           "Exclusive blocks"); its public copy may be stale
+//                      [61] S: the block was shared after an exclusive claim (sticky)
+//                      [60..48] home rank (13 bits); under E the owner, under every policy
 //                      [47..0]  read timestamp rts (the end of every lease handed out)
 //   offset 8   wts     write timestamp of the version in the home's public copy
 //   offset 16  sharers one byte per process (directory policy only)
@@ -18,8 +21,10 @@ namespace loom::coherence {
 
 struct DirWord {
   static constexpr uint64_t kLocked = uint64_t{1} << 63;
+  static constexpr uint64_t kExclusive = uint64_t{1} << 62;
+  static constexpr uint64_t kShared = uint64_t{1} << 61;
   static constexpr uint64_t kRtsMask = (uint64_t{1} << 48) - 1;
-  static constexpr int kMaxHome = 0x7fff;  // homes are ranks 0 .. kMaxHome
+  static constexpr int kMaxHome = 0x1fff;  // homes are ranks 0 .. kMaxHome
 
   uint64_t raw = 0;
 
@@ -27,6 +32,14 @@ struct DirWord {
     return DirWord{(static_cast<uint64_t>(home & kMaxHome) << 48) | (rts & kRtsMask)};
   }
   constexpr bool locked() const { return (raw & kLocked) != 0; }
+  constexpr bool exclusive() const { return (raw & kExclusive) != 0; }
+  constexpr bool shared() const { return (raw & kShared) != 0; }
+  constexpr DirWord with_exclusive() const { return DirWord{raw | kExclusive}; }
+  constexpr DirWord with_shared() const { return DirWord{raw | kShared}; }
+  // The same flags and home, another rts.
+  constexpr DirWord with_rts(uint64_t rts) const { return DirWord{(raw & ~kRtsMask) | (rts & kRtsMask)}; }
+  // The class this word passes on to the next version: S only (E and W belong to one version).
+  constexpr DirWord class_bits() const { return DirWord{raw & kShared}; }
   constexpr int home() const { return static_cast<int>((raw >> 48) & kMaxHome); }
   constexpr uint64_t rts() const { return raw & kRtsMask; }
   constexpr DirWord with_lock() const { return DirWord{raw | kLocked}; }

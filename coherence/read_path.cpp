@@ -50,45 +50,79 @@ bool Space::Impl::extend_lease(Lane& l, RegionState& rs, size_t b, DirView& d, u
   const uint64_t want = std::max(wts, acq_ts_relaxed()) + lease;
   if (d.word0.rts() >= want - lease / 2) return true;
   const int mgr = rs.r->manager(b);
-  DirWord nw = DirWord::make(d.word0.home(), want);
+  DirWord nw = d.word0.with_rts(want);
   uint64_t old = l.cas(mgr, rs.dir_addr(mgr, b), rs.rkey(mgr), d.word0.raw, nw.raw);
   if (old != d.word0.raw) return false;
   d.word0 = nw;
   return true;
 }
 
-// Makes an invalid block's private copy current (Clean), or confirms the data it holds.
+// The directory entry alone (no data): what to aim at when the version is unknown. False while
+// a releaser holds the entry.
+bool Space::Impl::read_entry(Lane& l, RegionState& rs, size_t b, DirView& d) {
+  const int mgr = rs.r->manager(b);
+  l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory, dir_read_bytes(), rs.dir_addr(mgr, b), rs.rkey(mgr));
+  l.wait();
+  d = dir_view(l, rs, b);
+  return !d.word0.locked();
+}
+
+// Makes an invalid block's private copy current (Clean), or confirms the data it holds. One
+// data read per miss: the version aimed at is known before the data is read (a notice, the last
+// version seen, or the directory entry read alone when an invalidation flag left it unknown),
+// and data read once stays in the lane's staging buffer while a lease or a downgrade is sorted.
 void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m) {
   const size_t b = m.block;
   const int mgr = rs.r->manager(b);
   int home = fixed_home ? mgr : m.hint_home;
   uint64_t wts = m.hint_wts;
   const bool fast = m.hint_home != m.word0.home();
+  uint64_t staged = kUnknownWts;  // a version the lane's staging buffer holds, validated
+  uint64_t data_reads = 0;
   wait::Backoff backoff;
-  // The private copy still holds version data_wts: if that is the newest we know of, one
-  // directory read may confirm it (an expired lease, or an invalidation that changed nothing).
-  bool have_data = m.data_wts == wts;
-  for (int attempt = 0;; ++attempt) {
-    if (attempt > 0) st_retries.fetch_add(1, std::memory_order_relaxed);
-    post_fetch_reads(l, rs, b, home, have_data);
-    DirView d = dir_view(l, rs, b);
-    if (d.word0.locked() || d.word0.home() != home || d.wts != wts) {
+  for (;;) {
+    DirView d;
+    if (wts == kUnknownWts) {
+      if (!read_entry(l, rs, b, d)) {
+        backoff.pause();
+        continue;
+      }
+    } else {
+      // The private copy may still hold the version aimed at: then one directory read confirms
+      // it (an expired lease, or an invalidation that changed nothing).
+      const bool have = m.data_wts == wts || staged == wts;
+      post_fetch_reads(l, rs, b, home, have);
+      if (!have) ++data_reads;
+      d = dir_view(l, rs, b);
+    }
+    if (d.word0.exclusive() && !d.word0.locked()) {
+      // Its owner alone holds it: ask for a downgrade, then read the version it published.
+      request_downgrade(l, d.word0, rs, b);
+      wts = kUnknownWts;
+      continue;
+    }
+    if (wts == kUnknownWts || d.word0.locked() || d.word0.home() != home || d.wts != wts) {
       // Moved on since the version we aimed at, or being published now: aim at what the entry
       // says (a state it really had) and read again.
       home = fixed_home ? mgr : d.word0.home();
-      wts = d.wts;
-      have_data = false;
+      wts = d.word0.exclusive() ? kUnknownWts : d.wts;
       if (d.word0.locked()) backoff.pause();
       continue;
     }
-    if (!dir_mode && !extend_lease(l, rs, b, d, wts)) continue;
-    if (have_data) {
+    // Validated: the data read (if any) is version wts whole. A failed lease extension only
+    // means the entry moved since; the staged data is kept for the next validation.
+    if (!dir_mode && !extend_lease(l, rs, b, d, wts)) {
+      if (m.data_wts != wts) staged = wts;
+      continue;
+    }
+    if (m.data_wts == wts) {
       st_reval.fetch_add(1, std::memory_order_relaxed);
     } else {
       std::memcpy(rs.r->runtime_block(b), l.bytes(Scratch::kBlock), rs.r->block_size());
       st_misses.fetch_add(1, std::memory_order_relaxed);
-      if (fast && attempt == 0) st_fast.fetch_add(1, std::memory_order_relaxed);
+      if (fast && data_reads == 1) st_fast.fetch_add(1, std::memory_order_relaxed);
     }
+    if (data_reads > 1) st_retries.fetch_add(data_reads - 1, std::memory_order_relaxed);
     m.data_wts = wts;
     m.hint_home = d.word0.home();
     m.hint_wts = wts;
@@ -125,7 +159,8 @@ void Space::Impl::declare(const void* p, size_t len, bool write) {
   for (size_t b = first; b <= last; ++b) {
     BlockMeta& m = rs->meta[b];
     // A racy peek, confirmed under the mutex.
-    if (m.state == State::Dirty || (!write && m.state == State::Clean)) continue;
+    const State st = m.state;
+    if (st == State::Dirty || st == State::Exclusive || (!write && st == State::Clean)) continue;
     if (!lane) lane.emplace(lanes);
     std::lock_guard<std::mutex> g(m.mu);
     if (m.state == State::Invalid) fetch(**lane, *rs, m);
@@ -154,6 +189,7 @@ void Space::on_fault(region::Region& r, size_t block, region::Access access) {
     std::lock_guard<std::mutex> g(m.mu);
     // Without the hardware's word (Access::Unknown), a fault on a readable block can only be a write.
     const bool write = access == region::Access::Write || (access == region::Access::Unknown && m.state == State::Clean);
+    if (m.state == State::Exclusive) rs->r->protect(block, 1, region::Protection::ReadWrite);  // a claim made writable since
     if (m.state == State::Invalid) I.fetch(*lane, *rs, m);
     if (write && m.state == State::Clean) I.make_dirty(*rs, m);
     // Still dirty yet not writable: a release has stopped writers on it and will reach it

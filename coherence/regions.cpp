@@ -2,6 +2,7 @@
 // invalidation flags) and destruction, both collective.
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "coherence/space_impl.hpp"
@@ -31,15 +32,18 @@ std::unique_ptr<RegionState> Space::Impl::make_region_state(region::Region& r) {
 }
 
 // Every copy starts as the zero version 0 at its manager, valid until the first write is
-// acquired; the directory policy starts with every process a sharer.
-void Space::Impl::init_blocks(RegionState& rs) {
+// acquired: its lease ends at t0, the latest acquire time of any process when the region was
+// made, so every write's timestamp is past it and a lease bound that covers a write drops the
+// copy (with a lease ending at 0, a process whose acquire time was already higher would keep it
+// through a folded notice). The directory policy starts with every process a sharer.
+void Space::Impl::init_blocks(RegionState& rs, uint64_t t0) {
   for (size_t b = 0; b < rs.r->blocks(); ++b) {
     const int mgr = rs.r->manager(b);
     BlockMeta& m = rs.meta[b];
     m.block = static_cast<uint32_t>(b);
     m.hint_home = mgr;
-    m.word0 = DirWord::make(mgr, 0);
-    m.rts = dir_mode ? UINT64_MAX : 0;
+    m.word0 = DirWord::make(mgr, t0);
+    m.rts = dir_mode ? UINT64_MAX : t0;
     if (mgr != rank) continue;
     uint8_t* e = rs.dir_local(b);
     std::memcpy(e + DirEntry::kWord0, &m.word0.raw, 8);
@@ -56,6 +60,19 @@ void Space::Impl::touch_peers(RegionState& rs) {
   lane->wait();
 }
 
+// An acquire that raised this process's acquire time past t0 while the region was being made
+// did not see it: its copies are dropped as that acquire would have.
+void Space::Impl::expire_since(RegionState& rs, uint64_t t0) {
+  std::lock_guard<std::mutex> g(fence_mu);
+  if (dir_mode || acq_ts <= t0) return;
+  region::InRuntime ir;
+  std::optional<LaneGuard> lane;
+  for (size_t b = 0; b < rs.r->blocks(); ++b) {
+    std::lock_guard<std::mutex> mg(rs.meta[b].mu);
+    if (rs.meta[b].rts < acq_ts) drop(lane, rs, rs.meta[b]);
+  }
+}
+
 void Space::Impl::install(std::unique_ptr<RegionState> rs) {
   size_t slot = 0;
   while (slot < regions.size() && regions[slot].load() != nullptr) ++slot;
@@ -67,6 +84,7 @@ void Space::Impl::install(std::unique_ptr<RegionState> rs) {
 }
 
 void Space::Impl::free_region_state(RegionState* rs) {
+  std::unique_lock<std::shared_mutex> no_downgrade_running(serve_mu);
   munmap(rs->twins, rs->r->size());
   rt.allocator().free_chunk(rs->mem);
   delete rs;
@@ -82,10 +100,15 @@ region::Region& Space::create_region(const region::RegionOptions& opt) {
     I.as->destroy(r);
     throw;
   }
-  I.init_blocks(*rs);
+  uint64_t t0 = 0;
+  for (uint64_t t : rt_.bootstrap().allgather_value(I.acq_ts_relaxed())) t0 = std::max(t0, t);
+  I.init_blocks(*rs, t0);
+  if (I.n == 1) I.make_exclusive_alone(*rs);  // nobody to ask for a downgrade
   rs->remote = rt_.bootstrap().allgather_value(locator_of(rs->mem, I.rank));
   I.touch_peers(*rs);
+  RegionState* raw = rs.get();
   I.install(std::move(rs));
+  I.expire_since(*raw, t0);
   rt_.barrier();  // every directory is initialized before anyone uses it
   return r;
 }

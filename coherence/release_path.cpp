@@ -13,8 +13,10 @@
 namespace loom::coherence {
 
 // Step 1: lock the directory entry, with one CAS when our last view of it is still right.
-// `unchanged`: nobody published since our copy was taken (every release changes word0).
-DirWord Space::Impl::lock_entry(Lane& l, RegionState& rs, BlockMeta& m, bool& unchanged) {
+// `unchanged`: nobody published since our copy was taken (every release changes word0). An entry
+// another process holds exclusively is downgraded by its owner first (claims of this release
+// made writable before the call: the owner may be asking us for one of them meanwhile).
+DirWord Space::Impl::lock_entry(Lane& l, RegionState& rs, BlockMeta& m, bool& unchanged, bool may_flush_claims) {
   const size_t b = m.block;
   const int mgr = rs.r->manager(b);
   DirWord guess = m.word0.without_lock();
@@ -24,7 +26,15 @@ DirWord Space::Impl::lock_entry(Lane& l, RegionState& rs, BlockMeta& m, bool& un
     DirWord old{l.cas(mgr, rs.dir_addr(mgr, b), rs.rkey(mgr), guess.raw, guess.with_lock().raw)};
     if (old == guess) break;
     unchanged = false;
-    if (old.locked()) backoff.pause();
+    if (old.exclusive() && !old.locked()) {
+      if (may_flush_claims) flush_claims(l);
+      request_downgrade(l, old, rs, b);
+      continue;  // the next CAS returns the entry as the downgrade left it
+    }
+    if (old.locked()) {
+      backoff.pause();
+      if (old.exclusive()) continue;  // its owner is downgrading it
+    }
     guess = old.without_lock();
   }
   if (!fixed_home && guess.home() >= n) fail("dsm: directory entry of block ", b, " names home ", guess.home(), " (corrupt)");
@@ -104,7 +114,7 @@ void Space::Impl::record(RegionState& rs, BlockMeta& m, uint64_t wts_new, DirWor
   m.hint_wts = wts_new;
   m.rts = dir_mode ? UINT64_MAX : w0_new.rts();
   m.word0 = w0_new;
-  m.known_wts = std::max(m.known_wts, wts_new);
+  if (wts_new > m.known_wts.load(std::memory_order_relaxed)) m.known_wts.store(wts_new, std::memory_order_relaxed);
   if (!dir_mode) {
     std::lock_guard<std::mutex> g(notice_mu);
     notices.add(Notice{(uint64_t{rs.r->id()} << 32) | m.block, wts_new, static_cast<uint32_t>(rank)});
@@ -112,8 +122,20 @@ void Space::Impl::record(RegionState& rs, BlockMeta& m, uint64_t wts_new, DirWor
   st_released.fetch_add(1, std::memory_order_relaxed);
 }
 
-// Publishes this process's writes to a dirty block.
-void Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool protected_already) {
+// The word a release leaves in the entry: the new home (fixed home: the manager) and lease; a
+// claim names this process as exclusive owner; a downgrade marks the block shared for good.
+DirWord Space::Impl::next_word0(DirWord old, uint64_t wts_new, Publication how, int mgr) const {
+  const uint64_t rts = dir_mode ? wts_new : wts_new + lease;
+  // Claims::Always claims shared blocks too (tests: every release through the exclusive paths).
+  if (how == Publication::MayClaim && (!old.shared() || cfg.claims == Claims::Always))
+    return DirWord::make(rank, rts).with_exclusive();
+  DirWord w{DirWord::make(fixed_home ? mgr : rank, rts).raw | old.class_bits().raw};
+  return how == Publication::Downgrade ? w.with_shared() : w;
+}
+
+// Publishes this process's writes to a dirty block (or an exclusive block's contents, for a
+// downgrade). Returns true when the block was claimed exclusively.
+bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool protected_already, Publication how) {
   const size_t b = m.block;
   const int mgr = rs.r->manager(b);
   {
@@ -123,7 +145,9 @@ void Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool pro
   // Writers of this process fault (and wait for the block's mutex) from here on.
   if (!protected_already) rs.r->protect(b, 1, region::Protection::Read);
   bool unchanged = false;
-  const DirWord old = lock_entry(l, rs, m, unchanged);
+  const DirWord old = lock_entry(l, rs, m, unchanged, how != Publication::Downgrade);
+  // An exclusive block's entry is its owner's alone: the downgrade's CAS cannot miss.
+  if (how == Publication::Downgrade && !unchanged) fail("dsm: exclusive block ", b, " changed under its owner (corrupt)");
   const int home = fixed_home ? mgr : old.home();
   uint8_t* master = fixed_home && mgr != rank ? l.bytes(Scratch::kBlock) : rs.pub_local(b);
   take_master(l, rs, m, home, unchanged, master);
@@ -131,10 +155,15 @@ void Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool pro
   // wts always, so rts + 1 is past the old version too).
   const uint64_t wts_new = std::max(old.rts() + 1, acq_ts_relaxed());
   if (wts_new > DirWord::kRtsMask - (uint64_t{1} << 21)) fail("dsm: write timestamps of block ", b, " exhausted");
-  const DirWord w0_new = DirWord::make(fixed_home ? mgr : rank, dir_mode ? wts_new : wts_new + lease);
-  if (dir_mode) invalidate_sharers(l, rs, b);
+  const DirWord w0_new = next_word0(old, wts_new, how, mgr);
+  // A downgrade adds no sharer to invalidate: the entry's other sharers joined to ask for it.
+  if (dir_mode && how != Publication::Downgrade) invalidate_sharers(l, rs, b);
   publish(l, rs, b, old, wts_new, w0_new);
   record(rs, m, wts_new, w0_new);
+  if (!w0_new.exclusive()) return false;
+  st_claims.fetch_add(1, std::memory_order_relaxed);
+  win_claims.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 void Space::Impl::invalidate(RegionState& rs, BlockMeta& m) {
@@ -145,6 +174,7 @@ void Space::Impl::invalidate(RegionState& rs, BlockMeta& m) {
 
 // A copy that may be stale after an acquire: a dirty one is published first (which makes it
 // current), a clean one is invalidated.
+// An exclusive copy is current by definition and stays.
 void Space::Impl::drop(std::optional<LaneGuard>& lane, RegionState& rs, BlockMeta& m) {
   if (m.state == State::Dirty) {
     if (!lane) lane.emplace(lanes);
@@ -184,11 +214,16 @@ void Space::Impl::release_locked() {
   });
   stop_writers(v);
   LaneGuard lane(lanes);
+  age_claim_window(v.size());
+  const Publication how = claims_pay() ? Publication::MayClaim : Publication::Release;
   for (BlockMeta* m : v) {
+    if (!claims.empty() && (claims.back().m->region_slot != m->region_slot || claims.back().m->block + 1 != m->block))
+      flush_claims(*lane);
     RegionState* rs = regions[m->region_slot].load(std::memory_order_acquire);
-    std::lock_guard<std::mutex> g(m->mu);
-    if (m->state == State::Dirty) release_block(*lane, *rs, *m, true);
+    std::unique_lock<std::mutex> g(m->mu);
+    if (m->state == State::Dirty && release_block(*lane, *rs, *m, true, how)) claims.push_back(Claim{m, std::move(g)});
   }
+  flush_claims(*lane);
   lane->wait();  // every entry unlocked: the release is complete
 }
 

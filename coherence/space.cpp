@@ -83,8 +83,11 @@ Space::Space(Runtime& rt, Config cfg) : rt_(rt), cfg_(cfg) {
     I.as = std::make_unique<region::AddressSpace>(rt.bootstrap(), cfg.reserve, *this);
     I.create_lanes();
     I.create_sync_memory();
+    I.register_downgrade();
+    signal::Transmitter::prepare_this_thread();  // faults on this thread may send a downgrade request
     rt.barrier();
   } catch (...) {
+    if (impl_ && impl_->downgrade_fn != 0) impl_->unregister_downgrade();
     g_current.store(nullptr);
     throw;
   }
@@ -104,6 +107,7 @@ void Space::Impl::teardown() {
   } catch (const std::exception& e) {
     log::error("dsm: Space teardown: ", e.what());
   }
+  unregister_downgrade();
   for (auto& l : lanes) rt.allocator().free_chunk(l->release_scratch());
   lanes.clear();
   rt.allocator().free_chunk(sync);
@@ -134,6 +138,9 @@ Stats Space::stats() const {
   s.fetch_retries = I.st_retries.load();
   s.invalidations = I.st_inval.load();
   s.fast_reads = I.st_fast.load();
+  s.exclusive_claims = I.st_claims.load();
+  s.downgrades = I.st_downgrades.load();
+  s.downgrades_asked = I.st_asked.load();
   return s;
 }
 

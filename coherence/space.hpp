@@ -31,13 +31,19 @@ struct Policy {
   bool operator==(const Policy&) const = default;
 };
 
+// When a releaser claims a block nobody shares (docs/coherence.md, "Exclusive blocks"): never;
+// while few claims end in a downgrade; always (for tests).
+enum class Claims : uint8_t { Off, Adaptive, Always };
+
 struct Config {
   Policy policy;
   size_t reserve = size_t{16} << 30;  // address space for all regions
   uint32_t notices = 128;             // write-notice buffer capacity (entries)
   uint64_t lease = 16;                // logical lease length
   uint32_t sync_objects = 1024;       // locks + atomic words per Space
-  // LOOM_DSM_POLICY, LOOM_DSM_RESERVE, LOOM_DSM_NOTICES, LOOM_DSM_LEASE, LOOM_DSM_SYNC_OBJECTS
+  Claims claims = Claims::Off;        // exclusive blocks (docs/coherence.md; experimental)
+  // LOOM_DSM_POLICY, LOOM_DSM_RESERVE, LOOM_DSM_NOTICES, LOOM_DSM_LEASE, LOOM_DSM_SYNC_OBJECTS,
+  // LOOM_DSM_EXCLUSIVE
   static Config from_env();
 };
 
@@ -52,6 +58,9 @@ struct Stats {
   uint64_t fetch_retries = 0;  // validations that failed (home moved, block being published)
   uint64_t invalidations = 0;
   uint64_t fast_reads = 0;     // fetches that went straight to the last releaser of a notice
+  uint64_t exclusive_claims = 0;  // releases that kept a block writable in place (no one else holds it)
+  uint64_t downgrades = 0;        // exclusive blocks this process gave up when another asked
+  uint64_t downgrades_asked = 0;  // downgrades this process asked another for
 };
 
 class Space;

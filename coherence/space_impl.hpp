@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <span>
 #include <vector>
 
@@ -33,6 +34,13 @@ struct SyncLayout {
   SyncLayout() = default;
   SyncLayout(int nprocs, uint32_t sync_objects, size_t notice_bytes);
 };
+
+// What a release publishes: a plain release, one that may claim the block exclusively, or the
+// downgrade of an exclusive block another process asked for.
+enum class Publication : uint8_t { Release, MayClaim, Downgrade };
+
+// A version to read: its home and write timestamp (kUnknownWts: the directory says which).
+inline constexpr uint64_t kUnknownWts = UINT64_MAX;
 
 // A directory entry as read into a lane's scratch (Scratch::kDirectory).
 struct DirView {
@@ -73,7 +81,23 @@ struct Space::Impl {
   std::exception_ptr bar_error;
 
   std::atomic<uint64_t> st_faults{0}, st_misses{0}, st_reval{0}, st_twins{0}, st_released{0}, st_retries{0},
-      st_inval{0}, st_fast{0};
+      st_inval{0}, st_fast{0}, st_claims{0}, st_downgrades{0}, st_asked{0};
+
+  // Exclusive blocks claimed by the release in progress (fence_mu held), their mutexes held
+  // until their pages are made writable in one call per run (flush_claims).
+  struct Claim {
+    BlockMeta* m;
+    std::unique_lock<std::mutex> held;
+  };
+  std::vector<Claim> claims;
+  uint32_t downgrade_fn = 0;
+  // Held shared by a downgrade on the service thread, exclusively while a region's protocol
+  // state is freed: a handler that published (and so let its asker go on, perhaps to the
+  // collective destruction) may still be finishing.
+  std::shared_mutex serve_mu;
+  // The window claims_pay() judges by.
+  static constexpr size_t kClaimWindow = 4096;
+  std::atomic<uint64_t> win_claims{0}, win_downgrades{0}, win_released{0};
 
   Impl(Runtime& r, Config c);
 
@@ -86,13 +110,15 @@ struct Space::Impl {
 
   // ---- regions (regions.cpp) ----
   std::unique_ptr<RegionState> make_region_state(region::Region& r);
-  void init_blocks(RegionState& rs);
+  void init_blocks(RegionState& rs, uint64_t t0);
+  void expire_since(RegionState& rs, uint64_t t0);
   void touch_peers(RegionState& rs);
   void install(std::unique_ptr<RegionState> rs);
   void free_region_state(RegionState* rs);
 
   // ---- read path (read_path.cpp); the caller holds a lane, then the block's mutex ----
   void fetch(Lane& l, RegionState& rs, BlockMeta& m);
+  bool read_entry(Lane& l, RegionState& rs, size_t b, DirView& d);
   void post_fetch_reads(Lane& l, RegionState& rs, size_t b, int home, bool have_data);
   bool extend_lease(Lane& l, RegionState& rs, size_t b, DirView& d, uint64_t wts);
   DirView dir_view(Lane& l, const RegionState& rs, size_t b);
@@ -102,8 +128,10 @@ struct Space::Impl {
   uint32_t dir_read_bytes() const { return static_cast<uint32_t>(DirEntry::read_bytes(dir_mode, n)); }
 
   // ---- release path (release_path.cpp) ----
-  void release_block(Lane& l, RegionState& rs, BlockMeta& m, bool protected_already = false);
-  DirWord lock_entry(Lane& l, RegionState& rs, BlockMeta& m, bool& unchanged);
+  bool release_block(Lane& l, RegionState& rs, BlockMeta& m, bool protected_already = false,
+                     Publication how = Publication::Release);
+  DirWord lock_entry(Lane& l, RegionState& rs, BlockMeta& m, bool& unchanged, bool may_flush_claims);
+  DirWord next_word0(DirWord old, uint64_t wts_new, Publication how, int mgr) const;
   void take_master(Lane& l, RegionState& rs, BlockMeta& m, int home, bool unchanged, uint8_t* master);
   void invalidate_sharers(Lane& l, RegionState& rs, size_t b);
   void publish(Lane& l, RegionState& rs, size_t b, DirWord old, uint64_t wts_new, DirWord w0_new);
@@ -114,10 +142,31 @@ struct Space::Impl {
   void invalidate(RegionState& rs, BlockMeta& m);
   void drop(std::optional<LaneGuard>& lane, RegionState& rs, BlockMeta& m);
 
+  // ---- exclusive blocks (exclusive.cpp) ----
+  bool claims_pay() const;
+  void age_claim_window(size_t released);
+  void flush_claims(Lane& l);
+  void make_exclusive_alone(RegionState& rs);
+  // Asks the owner named by the exclusive word `seen` to downgrade block b and waits until the
+  // entry has changed (then the entry says which version to read, or who holds it now).
+  void request_downgrade(Lane& l, DirWord seen, RegionState& rs, size_t b);
+  std::vector<std::byte> serve_downgrade(std::span<const std::byte> payload, int from);
+  void register_downgrade();
+  void unregister_downgrade();
+
   // ---- acquire (acquire.cpp); fence_mu held ----
   void acquire_locked(uint64_t incoming_min_wts);
   void apply_notices(std::optional<LaneGuard>& lane);
   void apply_lease_bound(std::optional<LaneGuard>& lane, uint64_t incoming_min_wts);
+  // A clean copy whose lease the bound passed (revalidate.cpp).
+  struct Suspect {
+    RegionState* rs;
+    BlockMeta* m;
+    DirWord word{};
+    bool keep = false;
+  };
+  void revalidate_expired(std::optional<LaneGuard>& lane, std::vector<Suspect>& suspects);
+  void revalidate_batch(std::optional<LaneGuard>& lane, std::span<Suspect> batch);
   void apply_invalidation_flags(std::optional<LaneGuard>& lane);
   template <typename... What>
   void acquire_wire(std::span<const uint8_t> bytes, const What&... from) {

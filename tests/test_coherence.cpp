@@ -128,6 +128,7 @@ TEST_P(Coherence, ReleaseStoreAcquireLoad) {
 // Store buffering under one lock: the two critical sections are ordered, so at most one of them
 // can miss the other's store.
 TEST_P(Coherence, StoreBufferingUnderLock) {
+  if (np() < 2) GTEST_SKIP() << "needs two processes";
   Space& s = space();
   auto& r = s.create_region(1 << 20, 4096);
   auto* x = r.new_array<uint64_t>(512);  // own block

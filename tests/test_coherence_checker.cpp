@@ -87,8 +87,9 @@ struct Replay {
   std::vector<uint64_t> seq = std::vector<uint64_t>(kLocks, 0);
 };
 
-// Runs `programs` programs; returns an empty string or the first discrepancy.
-std::string run_programs(Space& s, uint64_t first_seed, int programs) {
+// Runs `programs` programs on one fresh region; returns an empty string or the first
+// discrepancy.
+std::string run_batch(Space& s, uint64_t first_seed, int programs) {
   const int me = rt().rank(), n = rt().size();
   auto& region = s.create_region(1 << 20);
   auto* base = region.new_array<uint64_t>(static_cast<size_t>(kBlocks) * kPerBlock);
@@ -205,6 +206,16 @@ std::string run_programs(Space& s, uint64_t first_seed, int programs) {
   return error;
 }
 
+// A fresh region every kProgramsPerRegion programs: its blocks have never been shared, so
+// releases claim them exclusively again and later programs downgrade them.
+constexpr int kProgramsPerRegion = 20;
+std::string run_programs(Space& s, uint64_t first_seed, int programs) {
+  std::string error;
+  for (int done = 0; done < programs && error.empty(); done += kProgramsPerRegion)
+    error = run_batch(s, first_seed + static_cast<uint64_t>(done), std::min(kProgramsPerRegion, programs - done));
+  return error;
+}
+
 }  // namespace
 
 class CoherenceChecker : public loom::test::PerPolicy {};
@@ -231,10 +242,12 @@ TEST_P(CoherenceChecker, RandomDataRaceFreePrograms) {
   ASSERT_EQ(err, "") << "policy " << name;
   if (rt().rank() == 0) {
     auto st = s.stats();
-    std::printf("[checker] %s: %d programs; misses %llu, fast reads %llu, released %llu, invalidations %llu, retries %llu\n",
+    std::printf("[checker] %s: %d programs; misses %llu, fast reads %llu, released %llu, invalidations %llu, retries %llu, "
+                "exclusive claims %llu, downgrades %llu\n",
                 name.c_str(), programs, static_cast<unsigned long long>(st.read_misses),
                 static_cast<unsigned long long>(st.fast_reads), static_cast<unsigned long long>(st.released_blocks),
-                static_cast<unsigned long long>(st.invalidations), static_cast<unsigned long long>(st.fetch_retries));
+                static_cast<unsigned long long>(st.invalidations), static_cast<unsigned long long>(st.fetch_retries),
+                static_cast<unsigned long long>(st.exclusive_claims), static_cast<unsigned long long>(st.downgrades));
   }
 }
 

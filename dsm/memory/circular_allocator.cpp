@@ -77,7 +77,7 @@ Unit* CircularAllocator::next_refresh() {
 Unit* CircularAllocator::next_slow() {
   // The unit at the current position is still busy: grow (new units go in right here), or
   // report the ring full.
-  if (count_ >= max_units_) return nullptr;
+  if (count_ >= max_units_ || !growth_allowed_) return nullptr;
   size_t add = growth_ == Growth::Linear ? initial_ : count_;
   add = std::min(add, max_units_ - count_);
   grow(add);

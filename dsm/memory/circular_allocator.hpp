@@ -100,6 +100,8 @@ class CircularAllocator {
   size_t max_units() const { return max_units_; }
   // Makes `source` the allocator's flush source (refused if another one is bound already).
   void bind(const FlushSource& source);
+  // While false, a full ring reports full instead of growing (growing allocates heap memory).
+  void allow_growth(bool allowed) { growth_allowed_ = allowed; }
 
  private:
   void grow(size_t count);
@@ -120,6 +122,7 @@ class CircularAllocator {
   size_t count_ = 0;
   Unit* cur_ = nullptr;      // the next to hand out
   const FlushSource* source_;  // an idle source (flush number 0) until the first tag
+  bool growth_allowed_ = true;
   uint64_t known_done_ = 0;    // source_'s flush number when last read (it only grows)
   RDMAMemory spare_;  // unused tail of the last chunk
   size_t spare_used_ = 0;
@@ -141,6 +144,7 @@ class LinearCircularAllocator {
   void tag(const Segment& s, const FlushSource& source, uint64_t tag);
   bool reusable(const Unit* u) const { return ring_.reusable(u); }
   size_t units() const { return ring_.units(); }
+  void allow_growth(bool allowed) { ring_.allow_growth(allowed); }
 
  private:
   CircularAllocator ring_;

@@ -202,6 +202,7 @@ std::thread Runtime::spawn_at(int index, const std::string& label, std::function
   return std::thread([this, name, pin, fn = std::move(fn)] {
     t_name = name;
     if (pin) pin_thread(name.thread);
+    signal::Transmitter::prepare_this_thread();
     fn();
   });
 }

@@ -77,6 +77,11 @@ uint32_t Service::register_handler(std::string_view name, ServiceHandler h) {
   return id;
 }
 
+void Service::unregister_handler(uint32_t id) {
+  std::unique_lock<std::shared_mutex> g(handlers_mu_);
+  handlers_.erase(id);
+}
+
 void Service::start() {
   if (thread_.joinable()) return;
   stop_.store(false);
@@ -114,7 +119,8 @@ void Service::repost(size_t slot) {
   if (peers_[peer]->qp->post_recv(wr) != fabric::PostResult::Ok) fail("Service: cannot repost receive buffer ", slot);
 }
 
-void Service::send(int dest, uint32_t function, uint32_t kind, uint64_t token, std::span<const std::byte> payload) {
+void Service::send(int dest, uint32_t function, uint32_t kind, uint64_t token, std::span<const std::byte> payload,
+                   bool may_allocate) {
   if (dest < 0 || dest >= boot_.size()) fail("service call to rank ", dest, ": the job has ranks 0..", boot_.size() - 1);
   if (payload.size() > max_payload())
     fail("service call of ", payload.size(), " bytes exceeds the limit of ", max_payload(), " bytes");
@@ -136,9 +142,14 @@ void Service::send(int dest, uint32_t function, uint32_t kind, uint64_t token, s
   fabric::SendWr wr;
   wr.opcode = fabric::Opcode::Send;
   std::optional<memory::LinearCircularAllocator::Segment> seg;
+  p.send_buffers->allow_growth(may_allocate);  // send_mu held: this call's setting alone
   while (!(seg = p.send_buffers->allocate(total, 8))) {
+    // Without growth, a full ring waits for its units' tags: an unsignaled tail of sends
+    // completes only behind a signaled post, which flush() makes.
+    if (!may_allocate) p.tx->flush();
     if (p.tx->progress() == 0 && (!service_thread || drain() == 0)) b.pause();
   }
+  p.send_buffers->allow_growth(true);
   std::memcpy(seg->mem.bytes(), &h, sizeof h);
   if (!payload.empty()) std::memcpy(seg->mem.bytes() + sizeof h, payload.data(), payload.size());
   wr.local.addr = seg->mem.address();
@@ -152,6 +163,10 @@ void Service::send(int dest, uint32_t function, uint32_t kind, uint64_t token, s
 
 void Service::call(int dest, uint32_t function, std::span<const std::byte> payload) {
   send(dest, function, kOneWay, 0, payload);
+}
+
+void Service::call_without_allocating(int dest, uint32_t function, std::span<const std::byte> payload) {
+  send(dest, function, kOneWay, 0, payload, false);
 }
 
 std::vector<std::byte> Service::call_sync(int dest, uint32_t function, std::span<const std::byte> payload) {

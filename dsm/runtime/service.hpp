@@ -50,6 +50,8 @@ class Service {
   // Function ids are FNV-1a hashes of names, identical in every process of the program.
   static uint32_t id_of(std::string_view name);
   uint32_t register_handler(std::string_view name, ServiceHandler h);
+  // A message for an id no longer registered gets the unknown-function error reply.
+  void unregister_handler(uint32_t id);
 
   void start();
   void stop();
@@ -58,6 +60,10 @@ class Service {
 
   // One-way call: returns once the message is posted.
   void call(int dest, uint32_t function, std::span<const std::byte> payload);
+  // The same without allocating heap memory (for a signal handler: a region fault): waits for
+  // send buffers to come back rather than adding more. The calling thread must have called
+  // signal::Transmitter::prepare_this_thread() before.
+  void call_without_allocating(int dest, uint32_t function, std::span<const std::byte> payload);
   // Request/reply: blocks (spin, yield, sleep) until the reply arrives.
   std::vector<std::byte> call_sync(int dest, uint32_t function, std::span<const std::byte> payload);
 
@@ -80,7 +86,8 @@ class Service {
     int src = -1;
     std::vector<std::byte> bytes;
   };
-  void send(int dest, uint32_t function, uint32_t kind, uint64_t token, std::span<const std::byte> payload);
+  void send(int dest, uint32_t function, uint32_t kind, uint64_t token, std::span<const std::byte> payload,
+            bool may_allocate = true);
   void loop();
   // Takes what the receive queue holds: each message is validated, copied to the backlog and
   // its buffer reposted. The service thread also runs it whenever a send of its own waits.

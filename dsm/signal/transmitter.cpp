@@ -54,6 +54,8 @@ struct LaneReaper {
 thread_local LaneReaper t_reaper;
 }  // namespace
 
+void Transmitter::prepare_this_thread() { t_reaper.armed = true; }
+
 Transmitter::Transmitter(fabric::QueuePair& qp, fabric::CompletionQueue& send_cq, Config cfg)
     : qp_(qp), cq_(send_cq), id_(g_next_id.fetch_add(1)), depth_(qp.caps().max_send_wr) {
   if (depth_ < 2) fail("Transmitter: send queue depth ", depth_, " is too small (need at least 2)");

@@ -185,6 +185,10 @@ class Transmitter : public memory::FlushSource {
 
  public:
   static LaneCache& lane_cache_of_this_thread() { return t_lanes_; }
+  // Registers this thread's lane reaper now (registering it allocates): a thread whose first
+  // post may come from a signal handler (a region fault asking for a downgrade) calls this
+  // beforehand. The runtime does it for its main thread and the threads it spawns.
+  static void prepare_this_thread();
 
  private:
   Lane& lane() {

@@ -1,0 +1,139 @@
+// Exclusive blocks (docs/coherence.md, "Exclusive blocks"): a releaser that publishes a block
+// nobody has shared since its last claim marks the directory entry E with itself as owner and
+// keeps the block writable in place: no fault, twin, diff or release for it in later intervals.
+// Any other process that wants the block (to read it, or to publish its own writes) first asks
+// the owner, over a service call, to downgrade it: the owner stops its writers, publishes what
+// the block holds as a new version and marks the entry S, which keeps it out of later claims.
+#include <chrono>
+#include <cstring>
+
+#include "dsm/common/backoff.hpp"
+
+#include "coherence/space_impl.hpp"
+#include "dsm/common/log.hpp"
+
+namespace loom::coherence {
+
+namespace {
+constexpr const char* kDowngrade = "loom.dsm.downgrade";
+
+struct DowngradeRequest {
+  uint32_t region = 0;
+  uint32_t block = 0;
+};
+constexpr int kResendMs = 1000;
+}  // namespace
+
+// Claims stop paying when too many of them end in a downgrade (each costs a service call where
+// a plain release costs a few fabric operations): at most one in four, past a first 64, counted
+// over a window that halves every kClaimWindow released blocks, so a program whose sharing
+// changes gets them back.
+bool Space::Impl::claims_pay() const {
+  // Directory policies do not claim: with them, the checker's programs under
+  // LOOM_DSM_EXCLUSIVE=always hung (a downgrade asker waiting for ever; not yet understood).
+  if (dir_mode) return false;
+  if (cfg.claims != Claims::Adaptive) return cfg.claims == Claims::Always;
+  return win_downgrades.load(std::memory_order_relaxed) * 4 <= win_claims.load(std::memory_order_relaxed) + 64;
+}
+
+void Space::Impl::age_claim_window(size_t released) {
+  if (win_released.fetch_add(released, std::memory_order_relaxed) + released < kClaimWindow) return;
+  win_released.store(0, std::memory_order_relaxed);
+  win_claims.store(win_claims.load(std::memory_order_relaxed) / 2, std::memory_order_relaxed);
+  win_downgrades.store(win_downgrades.load(std::memory_order_relaxed) / 2, std::memory_order_relaxed);
+}
+
+// Makes the blocks claimed so far writable, one mprotect per run of adjacent blocks, then
+// exclusive, and lets go of their mutexes (writers that faulted meanwhile find them writable).
+// Their unlocking CASes complete first: a downgrade that takes a mutex must find the entry
+// holding the claim (an old request, from before an earlier downgrade, may be arriving now).
+void Space::Impl::flush_claims(Lane& l) {
+  if (claims.empty()) return;
+  l.wait();
+  for (size_t i = 0; i < claims.size();) {
+    size_t j = i + 1;
+    while (j < claims.size() && claims[j].m->region_slot == claims[i].m->region_slot &&
+           claims[j].m->block == claims[j - 1].m->block + 1)
+      ++j;
+    RegionState* rs = regions[claims[i].m->region_slot].load(std::memory_order_acquire);
+    rs->r->protect(claims[i].m->block, j - i, region::Protection::ReadWrite);
+    for (size_t k = i; k < j; ++k) claims[k].m->state = State::Exclusive;
+    i = j;
+  }
+  claims.clear();  // unlocks
+}
+
+// A process alone: every block is its own from the start, writable, and stays so.
+void Space::Impl::make_exclusive_alone(RegionState& rs) {
+  for (size_t b = 0; b < rs.r->blocks(); ++b) {
+    BlockMeta& m = rs.meta[b];
+    m.word0 = m.word0.with_exclusive();  // the owner: the only rank
+    m.state = State::Exclusive;
+    std::memcpy(rs.dir_local(b) + DirEntry::kWord0, &m.word0.raw, 8);
+  }
+  rs.r->protect(0, rs.r->blocks(), region::Protection::ReadWrite);
+}
+
+// A one-way service call, then the entry is watched until it is no longer the exclusive word
+// `seen` (words never repeat): the fault path cannot wait for a reply (a reply needs heap
+// memory, and the fault handler never allocates). A request lost to a failed handler is sent
+// again every kResendMs.
+void Space::Impl::request_downgrade(Lane& l, DirWord seen, RegionState& rs, size_t b) {
+  const int owner = seen.home();
+  if (owner == rank || owner >= n)
+    fail("dsm: block ", b, " of region ", rs.r->id(), " is held exclusively by rank ", owner, " by its directory entry, "
+         "which this process cannot be asked about (corrupt)");
+  const DowngradeRequest q{rs.r->id(), static_cast<uint32_t>(b)};
+  const auto payload = std::as_bytes(std::span(&q, 1));
+  const int mgr = rs.r->manager(b);
+  st_asked.fetch_add(1, std::memory_order_relaxed);
+  rt.service().call_without_allocating(owner, downgrade_fn, payload);
+  wait::Backoff backoff;
+  auto sent = std::chrono::steady_clock::now();
+  for (;;) {
+    l.post(mgr, fabric::Opcode::Read, Scratch::kResult, 8, rs.dir_addr(mgr, b), rs.rkey(mgr));
+    l.wait();
+    const DirWord w{l.word(Scratch::kResult)};
+    if (w.without_lock() != seen) return;
+    if (!rt.provider().peer_alive(owner)) fail("dsm: rank ", owner, ", which holds block ", b, " exclusively, is gone");
+    backoff.pause();
+    if (std::chrono::steady_clock::now() - sent > std::chrono::milliseconds(kResendMs)) {
+      rt.service().call_without_allocating(owner, downgrade_fn, payload);
+      sent = std::chrono::steady_clock::now();
+    }
+  }
+}
+
+// The owner's side, on its service thread: publish the block as it is and let it be shared. A
+// request for a block no longer exclusive here does nothing (an earlier request did it).
+std::vector<std::byte> Space::Impl::serve_downgrade(std::span<const std::byte> payload, int from) {
+  DowngradeRequest q;
+  if (payload.size() != sizeof q) fail("dsm: downgrade request of ", payload.size(), " bytes from rank ", from);
+  std::memcpy(&q, payload.data(), sizeof q);
+  std::shared_lock<std::shared_mutex> serving(serve_mu);
+  RegionState* rs = state_by_id(q.region);
+  if (rs == nullptr) fail("dsm: downgrade request from rank ", from, " names region ", q.region, ", which this process does not hold");
+  if (q.block >= rs->r->blocks()) fail("dsm: downgrade request from rank ", from, " names block ", q.block, " of ", rs->r->blocks());
+  region::InRuntime ir;
+  BlockMeta& m = rs->meta[q.block];
+  std::lock_guard<std::mutex> g(m.mu);
+  if (m.state == State::Exclusive) {
+    rs->r->protect(q.block, 1, region::Protection::Read);  // writers here fault and wait for the mutex
+    LaneGuard lane(lanes);
+    release_block(*lane, *rs, m, true, Publication::Downgrade);
+    lane->wait();
+    st_downgrades.fetch_add(1, std::memory_order_relaxed);
+    win_downgrades.fetch_add(1, std::memory_order_relaxed);
+  }
+  return {};
+}
+
+void Space::Impl::register_downgrade() {
+  downgrade_fn = rt.service().register_handler(kDowngrade, [this](const runtime::ServiceRequest& req) {
+    return serve_downgrade(req.payload, req.src_rank);
+  });
+}
+
+void Space::Impl::unregister_downgrade() { rt.service().unregister_handler(downgrade_fn); }
+
+}  // namespace loom::coherence

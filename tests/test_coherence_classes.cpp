@@ -1,0 +1,190 @@
+// Block classes on every policy: exclusive blocks (claimed by a releaser nobody shares with,
+// written in place, downgraded when another process reads or writes them), a process alone (no
+// fault ever), one data read per miss, and fresh regions after folded notices.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "coherence/space.hpp"
+#include "tests/coherence_policies.hpp"
+#include "tests/mp_test.hpp"
+
+using loom::coherence::Config;
+using loom::coherence::Space;
+using loom::test::config_for;
+using loom::test::rt;
+
+namespace {
+
+class Classes : public loom::test::PerPolicy {};
+// Tests that make their own Space, of the test's policy with other settings.
+class ClassesWith : public ::testing::TestWithParam<loom::coherence::Policy> {};
+
+int me() { return rt().rank(); }
+int np() { return rt().size(); }
+constexpr size_t kWordsPerBlock = 512;
+
+template <typename Adjust, typename Body>
+void with_space(const loom::coherence::Policy& p, Adjust&& adjust, Body&& body) {
+  Config c = config_for(p);
+  adjust(c);
+  Space s(rt(), c);
+  body(s);
+}
+
+}  // namespace
+
+// Exclusive blocks are experimental and off by default; they run on floating-ts only.
+bool claims_tested(const loom::coherence::Policy& p) { return p.name() == "floating-ts"; }
+
+TEST_P(ClassesWith, AWrittenBlockIsClaimedWrittenInPlaceAndGivenUpWhenRead) {
+  if (np() < 2 || !claims_tested(GetParam())) GTEST_SKIP() << "needs another process; floating-ts only";
+  with_space(GetParam(), [](Config& c) { c.claims = loom::coherence::Claims::Adaptive; }, [](Space& s) {
+  auto& r = s.create_region(1 << 20, 4096, 0);
+  auto* v = r.new_array<uint64_t>(4 * kWordsPerBlock);
+  s.barrier();
+  if (me() == 0) v[0] = 1;
+  s.barrier();  // rank 0's release claims the block: nobody else has written or asked for it
+  if (me() == 0) {
+    EXPECT_GE(s.stats().exclusive_claims, 1u);
+    const uint64_t faults = s.stats().faults;
+    v[0] = 2;  // in place: no fault, no twin
+    v[1] = 3;
+    EXPECT_EQ(s.stats().faults, faults);
+  }
+  s.barrier();
+  if (me() == 1) {
+    EXPECT_EQ(v[0], 2u);  // a downgrade first
+    EXPECT_EQ(v[1], 3u);
+    EXPECT_GE(s.stats().downgrades_asked, 1u);
+  }
+  s.barrier();
+  EXPECT_EQ(v[1], 3u);
+  s.barrier();
+  if (me() == 0) {
+    EXPECT_GE(s.stats().downgrades, 1u);
+    v[0] = 4;  // shared now: the ordinary path (fault, twin, release)
+  }
+  s.barrier();
+  EXPECT_EQ(v[0], 4u);
+  s.barrier();
+  s.destroy_region(r);
+  });
+}
+
+// Another process writes other words of a block rank 0 holds exclusively and writes in place in
+// the same interval: its release asks for the downgrade, then merges its diff over it.
+TEST_P(ClassesWith, AnotherWriterOfAnExclusiveBlockMergesAfterTheDowngrade) {
+  if (np() < 2 || !claims_tested(GetParam())) GTEST_SKIP() << "needs another process; floating-ts only";
+  with_space(GetParam(), [](Config& c) { c.claims = loom::coherence::Claims::Adaptive; }, [](Space& s) {
+  auto& r = s.create_region(1 << 20, 4096, 0);
+  auto* v = r.new_array<uint64_t>(kWordsPerBlock);
+  s.barrier();
+  if (me() == 0) v[0] = 1;
+  s.barrier();
+  for (int round = 1; round <= 3; ++round) {
+    v[static_cast<size_t>(me()) * 8] = static_cast<uint64_t>(100 * round + me());
+    s.barrier();
+    for (int p = 0; p < np(); ++p) ASSERT_EQ(v[static_cast<size_t>(p) * 8], static_cast<uint64_t>(100 * round + p)) << "round " << round;
+    s.barrier();
+  }
+  s.destroy_region(r);
+  });
+}
+
+// Many blocks claimed in one release (one mprotect per run), then read back by everyone.
+TEST_P(Classes, RunsOfClaimedBlocksStayCoherent) {
+  Space& s = space();
+  const size_t blocks = 64;
+  auto& r = s.create_region((blocks + 8) * 4096, 4096, 0);
+  auto* v = r.new_array<uint64_t>(blocks * kWordsPerBlock);
+  s.barrier();
+  const size_t per = blocks / static_cast<size_t>(np());
+  for (int sweep = 1; sweep <= 4; ++sweep) {
+    for (size_t b = per * static_cast<size_t>(me()); b < per * static_cast<size_t>(me() + 1); ++b)
+      v[b * kWordsPerBlock + 5] = static_cast<uint64_t>(sweep * 1000) + b;
+    s.barrier();
+    for (size_t b = 0; b < per * static_cast<size_t>(np()); ++b)
+      ASSERT_EQ(v[b * kWordsPerBlock + 5], static_cast<uint64_t>(sweep * 1000) + b) << "sweep " << sweep;
+    s.barrier();
+  }
+  s.destroy_region(r);
+}
+
+TEST_P(Classes, AProcessAloneTakesNoFaultTwinOrRelease) {
+  if (np() != 1) GTEST_SKIP() << "one process only";
+  Space& s = space();
+  auto& r = s.create_region(1 << 20, 4096, 0);
+  auto* v = r.new_array<uint64_t>(64 * kWordsPerBlock);
+  for (int it = 0; it < 3; ++it) {
+    for (size_t i = 0; i < 64 * kWordsPerBlock; i += 64) v[i] += i;
+    s.barrier();
+    s.release();
+  }
+  EXPECT_EQ(v[64], 3u * 64);
+  const auto st = s.stats();
+  EXPECT_EQ(st.faults, 0u);
+  EXPECT_EQ(st.twins, 0u);
+  EXPECT_EQ(st.released_blocks, 0u);
+  s.destroy_region(r);
+}
+
+// Under every policy a miss reads the block once (no exclusive blocks here: a miss on one reads
+// the owner's stale public copy before it learns to ask for the downgrade).
+TEST_P(ClassesWith, AMissReadsTheBlockOnce) {
+  if (np() < 2) GTEST_SKIP() << "needs another process";
+  with_space(GetParam(), [](Config& c) { c.claims = loom::coherence::Claims::Off; }, [](Space& s) {
+    const size_t blocks = 32;
+    auto& r = s.create_region((blocks + 8) * 4096, 4096, 0);
+    auto* v = r.new_array<uint64_t>(blocks * kWordsPerBlock);
+    s.barrier();
+    for (int round = 1; round <= 3; ++round) {
+      if (me() == 1)
+        for (size_t b = 0; b < blocks; ++b) v[b * kWordsPerBlock] = static_cast<uint64_t>(round);
+      s.barrier();
+      const auto before = s.stats();
+      if (me() == 0) {
+        for (size_t b = 0; b < blocks; ++b) ASSERT_EQ(v[b * kWordsPerBlock], static_cast<uint64_t>(round));
+      }
+      const auto after = s.stats();
+      if (me() == 0) {
+        EXPECT_EQ(after.read_misses - before.read_misses, blocks) << "round " << round;
+        EXPECT_EQ(after.fetch_retries, before.fetch_retries) << "round " << round;
+      }
+      s.barrier();
+    }
+    s.destroy_region(r);
+  });
+}
+
+// A region made after notices were folded (every process's acquire time already raised): its
+// blocks' first copies must not outlive the first write. With leases that ended at 0, a process
+// whose acquire time was past the first write's timestamp kept its zero copy through a folded
+// notice and read 0.
+TEST_P(ClassesWith, AFreshRegionAfterFoldedNoticesReadsTheFirstWrites) {
+  if (np() < 2) GTEST_SKIP() << "needs another process";
+  with_space(GetParam(), [](Config& c) { c.notices = 4; c.claims = loom::coherence::Claims::Off; }, [](Space& s) {
+    const size_t blocks = 16;
+    auto& a = s.create_region((blocks + 8) * 4096, 4096, 0);
+    auto* va = a.new_array<uint64_t>(blocks * kWordsPerBlock);
+    for (int it = 1; it <= 4; ++it) {
+      if (me() == 1)
+        for (size_t b = 0; b < blocks; ++b) va[b * kWordsPerBlock] = static_cast<uint64_t>(it);
+      s.barrier();
+    }
+    auto& rb = s.create_region((blocks + 8) * 4096, 4096, 0);
+    auto* vb = rb.new_array<uint64_t>(blocks * kWordsPerBlock);
+    s.barrier();
+    if (me() == 1)
+      for (size_t b = 0; b < blocks; ++b) vb[b * kWordsPerBlock] = 7 + b;
+    s.barrier();
+    for (size_t b = 0; b < blocks; ++b) ASSERT_EQ(vb[b * kWordsPerBlock], 7 + b) << "block " << b;
+    s.barrier();
+    s.destroy_region(rb);
+    s.destroy_region(a);
+  });
+}
+
+LOOM_FOR_EACH_POLICY(Classes);
+LOOM_FOR_EACH_POLICY(ClassesWith);
