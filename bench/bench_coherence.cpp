@@ -224,8 +224,10 @@ double write_heavy(Runtime& rt, const Policy& p, int iters) {
 }
 
 // Read-heavy: one process updates two blocks per iteration; everyone reads the whole table.
-// Unchanged blocks stay valid (notices or sharer invalidations name only the two).
-double read_heavy(Runtime& rt, const Policy& p, int iters) {
+// Unchanged blocks stay valid (notices or sharer invalidations name only the two). Returns the
+// seconds; `misses` and `rereads` get this process's read misses and data READs beyond the
+// first of a miss (fetch_retries).
+double read_heavy(Runtime& rt, const Policy& p, int iters, uint64_t& misses, uint64_t& rereads) {
   Space s(rt, config_for(p));
   const int n = rt.size(), me = rt.rank();
   const size_t blocks = 256;
@@ -245,6 +247,8 @@ double read_heavy(Runtime& rt, const Policy& p, int iters) {
     s.barrier();
   }
   double sec = seconds_since(t0);
+  misses += s.stats().read_misses;
+  rereads += s.stats().fetch_retries;
   s.barrier();
   s.destroy_region(r);
   if (sum == 0) { std::fprintf(stderr, "read-heavy: nothing read\n"); std::exit(1); }
@@ -286,6 +290,7 @@ struct Floors {
 struct Abl {
   std::string name;
   double w, r;
+  uint64_t misses = 0, rereads = 0;  // read-heavy, this process, all repetitions
 };
 
 // Seed 003's ablation. The policies run interleaved, each repetition in another row of a
@@ -295,14 +300,16 @@ std::vector<Abl> ablation(Runtime& rt, bool quick) {
   const std::vector<const char*> policies = {"floating-ts", "floating-dir", "fixed-ts", "fixed-dir"};
   const int reps = quick ? 1 : balanced_cycle(static_cast<int>(policies.size()));
   std::vector<std::vector<double>> w(policies.size()), rd(policies.size());
+  std::vector<uint64_t> misses(policies.size(), 0), rereads(policies.size(), 0);
   for (int rep = 0; rep < reps; ++rep)
     run_round(static_cast<int>(policies.size()), rep, [&](int k) {
       Policy p = Policy::parse(policies[static_cast<size_t>(k)]);
       w[static_cast<size_t>(k)].push_back(write_heavy(rt, p, quick ? 100 : 500));
-      rd[static_cast<size_t>(k)].push_back(read_heavy(rt, p, quick ? 50 : 200));
+      rd[static_cast<size_t>(k)].push_back(
+          read_heavy(rt, p, quick ? 50 : 200, misses[static_cast<size_t>(k)], rereads[static_cast<size_t>(k)]));
     });
   std::vector<Abl> abl;
-  for (size_t k = 0; k < policies.size(); ++k) abl.push_back({policies[k], median(w[k]), median(rd[k])});
+  for (size_t k = 0; k < policies.size(); ++k) abl.push_back({policies[k], median(w[k]), median(rd[k]), misses[k], rereads[k]});
   return abl;
 }
 
@@ -317,6 +324,7 @@ std::vector<Row> rows_of(const Floors& f, const Micro& m, const std::vector<Abl>
   for (auto& a : abl) {
     rows.push_back({"write-heavy/" + a.name, 4096, "s", a.w, "s"});
     rows.push_back({"read-heavy/" + a.name, 4096, "s", a.r, "s"});
+    rows.push_back({"read-heavy-rereads/" + a.name, 4096, "count", static_cast<double>(a.rereads), "count"});
   }
   return rows;
 }
@@ -338,9 +346,11 @@ void report_micro(const Floors& f, const Micro& m) {
 
 void report_ablation(const std::vector<Abl>& abl) {
   std::printf("\nablation (seconds; lower is better; ratio to fixed-dir, the seed's baseline)\n");
-  std::printf("%-14s %12s %8s %12s %8s\n", "policy", "write-heavy", "ratio", "read-heavy", "ratio");
+  std::printf("%-14s %12s %8s %12s %8s %10s %10s\n", "policy", "write-heavy", "ratio", "read-heavy", "ratio", "misses", "re-reads");
   double bw = abl.back().w, br = abl.back().r;
-  for (auto& a : abl) std::printf("%-14s %12.4f %8.2f %12.4f %8.2f\n", a.name.c_str(), a.w, a.w / bw, a.r, a.r / br);
+  for (auto& a : abl)
+    std::printf("%-14s %12.4f %8.2f %12.4f %8.2f %10llu %10llu\n", a.name.c_str(), a.w, a.w / bw, a.r, a.r / br,
+                static_cast<unsigned long long>(a.misses), static_cast<unsigned long long>(a.rereads));
 }
 
 void report_targets(const Floors& f, const Micro& m) {

@@ -192,7 +192,8 @@ void report(Runtime& rt, size_t n, const Figures& f, std::vector<Row>& rows) {
   const double plain = median(f.plain), omp2 = median(f.omp2);
   const int np = rt.size();
   const std::string prefix = "jacobi-np" + std::to_string(np) + "/";
-  std::printf("\njacobi N=%zu, %d processes (seconds for the sweeps; ratios to the plain loop and to 2 OpenMP threads)\n", n, np);
+  std::printf("\njacobi N=%zu, %d processes, write tracking %s (seconds for the sweeps; ratios to the plain loop and to 2 OpenMP threads)\n", n, np,
+              loom::coherence::Stats{}.write_tracking);
   std::printf("%-24s %9s %8s %8s %9s %9s %9s %9s %9s\n", "variant", "s", "/plain", "/omp2", "faults", "twins", "revalid", "misses", "downgr");
   std::printf("%-24s %9.4f %8.2f %8.2f\n", "jacobi/plain", plain, 1.0, plain / omp2);
   std::printf("%-24s %9.4f %8.2f %8.2f\n", "jacobi/omp2", omp2, omp2 / plain, 1.0);

@@ -20,14 +20,22 @@ void Space::Impl::acquire_locked(uint64_t incoming_min_wts) {
 // A notice newer than a copy drops the copy; the next miss goes straight to the last
 // releaser's public copy (fast read).
 void Space::Impl::apply_notices(std::optional<LaneGuard>& lane) {
-  std::vector<Notice> fresh;
+  std::vector<Notice> fresh, chunks;
   {
     std::lock_guard<std::mutex> g(notice_mu);
+    // Nothing new since the last acquire applied them (every region is installed everywhere
+    // before anyone writes to it, so no notice waited for its region).
+    if (notices.generation() == notices_applied) return;
+    notices_applied = notices.generation();
     for (const Notice& e : notices.entries()) {
       RegionState* rs = state_by_id(static_cast<uint32_t>(e.key >> 32));
       if (rs == nullptr) continue;  // a region destroyed since
       size_t b = e.key & 0xffffffffu;
       if (b >= rs->r->blocks()) continue;
+      if (e.chunk) {
+        chunks.push_back(e);
+        continue;
+      }
       if (e.wts <= rs->meta[b].known_wts.load(std::memory_order_relaxed)) continue;
       fresh.push_back(e);
     }
@@ -41,10 +49,42 @@ void Space::Impl::apply_notices(std::optional<LaneGuard>& lane) {
     if (m.data_wts >= e.wts) continue;
     if (e.wts > m.hint_wts) {
       m.hint_home = static_cast<int>(e.writer);
-      m.hint_wts = e.wts;
+      // A claimed version's public copy may be older than the owner's block: the entry is read
+      // alone first (it says E, and the downgrade follows), so the data is read once.
+      m.hint_wts = e.claimed ? kUnknownWts : e.wts;
     }
     drop(lane, *rs, m);
   }
+  apply_chunk_notices(lane, chunks);
+}
+
+// A chunk notice (b, wts) stands for notices folded into it: each of blocks [b, b + kChunkBlocks)
+// may have a version up to wts. A copy older than such a version has a lease that ended before
+// it (rts < its wts <= wts), so copies of the chunk with rts < wts and data_wts < wts are
+// suspect: dirty ones are released now, clean ones revalidated in bulk against the bound wts.
+// The cost follows the chunks written, not the cache.
+void Space::Impl::apply_chunk_notices(std::optional<LaneGuard>& lane, const std::vector<Notice>& chunks) {
+  std::vector<Suspect> suspects;
+  for (const Notice& e : chunks) {
+    RegionState* rs = state_by_id(static_cast<uint32_t>(e.key >> 32));
+    const size_t first = e.key & 0xffffffffu, end = std::min<size_t>(first + kChunkBlocks, rs->r->blocks());
+    // Applied before: every copy of the chunk was checked against this bound, or taken since
+    // with a lease past it.
+    std::atomic<uint64_t>& known = rs->chunk_known[first / kChunkBlocks];
+    if (e.wts <= known.load(std::memory_order_relaxed)) continue;
+    known.store(e.wts, std::memory_order_relaxed);
+    const uint64_t bound = std::max(e.wts, acq_ts);
+    for (size_t b = first; b < end; ++b) {
+      BlockMeta& m = rs->meta[b];
+      if (m.state == State::Invalid || m.state == State::Exclusive || m.state == State::Atomic) continue;
+      std::lock_guard<std::mutex> g(m.mu);
+      if (m.state != State::Clean && m.state != State::Dirty) continue;
+      if (m.rts >= e.wts || m.data_wts >= e.wts) continue;
+      if (m.state == State::Clean) suspects.push_back(Suspect{rs, &m, bound});
+      else drop(lane, *rs, m);
+    }
+  }
+  revalidate_expired(lane, suspects);
 }
 
 // Notices were folded somewhere: every copy whose lease ended before the new bound is suspect.
@@ -58,10 +98,10 @@ void Space::Impl::apply_lease_bound(std::optional<LaneGuard>& lane, uint64_t inc
     if (rs == nullptr) continue;
     for (size_t b = 0; b < rs->r->blocks(); ++b) {
       BlockMeta& m = rs->meta[b];
-      if (m.state == State::Invalid || m.state == State::Exclusive) continue;
+      if (m.state == State::Invalid || m.state == State::Exclusive || m.state == State::Atomic) continue;
       std::lock_guard<std::mutex> g(m.mu);
-      if (m.state == State::Invalid || m.rts >= acq_ts) continue;
-      if (m.state == State::Clean) suspects.push_back(Suspect{rs, &m});
+      if ((m.state != State::Clean && m.state != State::Dirty) || m.rts >= acq_ts) continue;
+      if (m.state == State::Clean) suspects.push_back(Suspect{rs, &m, lease_floor(*rs, b)});
       else drop(lane, *rs, m);
     }
   }

@@ -20,7 +20,8 @@ namespace loom::coherence {
 // writable, with a twin; published at the next release. Exclusive: writable in place, no twin,
 // nothing to publish: the directory names this process as the block's exclusive owner, so no
 // other process holds a copy and any that wants one asks this process to downgrade it first.
-enum class State : uint8_t { Invalid, Clean, Dirty, Exclusive };
+// Atomic: the block holds atomic words (operated on at its manager only); no access here.
+enum class State : uint8_t { Invalid, Clean, Dirty, Exclusive, Atomic };
 
 struct BlockMeta : boost::intrusive::list_base_hook<> {
   std::mutex mu;
@@ -53,6 +54,12 @@ struct RegionState {
   std::unique_ptr<BlockMeta[]> meta;
   uint8_t* twins = nullptr;
   uint64_t inval_seen = 0;
+  // Per chunk of kChunkBlocks blocks, the newest chunk notice applied here (written under
+  // fence_mu, read relaxed by the read and release paths): the chunk's lease floor. Every lease
+  // this process takes in the chunk, and every version it publishes there, ends at or after it,
+  // so a version written later has a larger wts and no notice at or below it is news
+  // (docs/coherence.md, "Chunk notices").
+  std::unique_ptr<std::atomic<uint64_t>[]> chunk_known;
 
   uint64_t pub_addr(int rank, size_t b) const { return base(rank) + pub_off + (b << r->block_shift()); }
   uint64_t dir_addr(int rank, size_t b) const { return base(rank) + dir_off + b * dir_stride; }

@@ -7,7 +7,10 @@
 //                           "Exclusive blocks"); its public copy may be stale
 //                      [61] S: the block was shared after an exclusive claim (sticky)
 //                      [60..48] home rank (13 bits); under E the owner, under every policy
-//                      [47..0]  read timestamp rts (the end of every lease handed out)
+//                      [47] A: the block holds atomic words (docs/coherence.md, "Atomic words
+//                           in regions"): no copies, no releases; the manager's public copy
+//                           holds the values, and wts the release clock of their releasers
+//                      [46..0]  read timestamp rts (the end of every lease handed out)
 //   offset 8   wts     write timestamp of the version in the home's public copy
 //   offset 16  sharers one byte per process (directory policy only)
 //
@@ -23,7 +26,8 @@ struct DirWord {
   static constexpr uint64_t kLocked = uint64_t{1} << 63;
   static constexpr uint64_t kExclusive = uint64_t{1} << 62;
   static constexpr uint64_t kShared = uint64_t{1} << 61;
-  static constexpr uint64_t kRtsMask = (uint64_t{1} << 48) - 1;
+  static constexpr uint64_t kAtomic = uint64_t{1} << 47;
+  static constexpr uint64_t kRtsMask = (uint64_t{1} << 47) - 1;
   static constexpr int kMaxHome = 0x1fff;  // homes are ranks 0 .. kMaxHome
 
   uint64_t raw = 0;
@@ -34,6 +38,8 @@ struct DirWord {
   constexpr bool locked() const { return (raw & kLocked) != 0; }
   constexpr bool exclusive() const { return (raw & kExclusive) != 0; }
   constexpr bool shared() const { return (raw & kShared) != 0; }
+  constexpr bool atomic() const { return (raw & kAtomic) != 0; }
+  constexpr DirWord with_atomic() const { return DirWord{raw | kAtomic}; }
   constexpr DirWord with_exclusive() const { return DirWord{raw | kExclusive}; }
   constexpr DirWord with_shared() const { return DirWord{raw | kShared}; }
   // The same flags and home, another rts.

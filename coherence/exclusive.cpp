@@ -29,9 +29,6 @@ constexpr int kResendMs = 1000;
 // over a window that halves every kClaimWindow released blocks, so a program whose sharing
 // changes gets them back.
 bool Space::Impl::claims_pay() const {
-  // Directory policies do not claim: with them, the checker's programs under
-  // LOOM_DSM_EXCLUSIVE=always hung (a downgrade asker waiting for ever; not yet understood).
-  if (dir_mode) return false;
   if (cfg.claims != Claims::Adaptive) return cfg.claims == Claims::Always;
   return win_downgrades.load(std::memory_order_relaxed) * 4 <= win_claims.load(std::memory_order_relaxed) + 64;
 }

@@ -47,7 +47,7 @@ void Space::Impl::post_fetch_reads(Lane& l, RegionState& rs, size_t b, int home,
 // Logical lease: the copy must stay valid at least until our acquire time plus a lease. Returns
 // false when the entry changed under us (validate again; the data may still be good).
 bool Space::Impl::extend_lease(Lane& l, RegionState& rs, size_t b, DirView& d, uint64_t wts) {
-  const uint64_t want = std::max(wts, acq_ts_relaxed()) + lease;
+  const uint64_t want = std::max(wts, lease_floor(rs, b)) + lease;
   if (d.word0.rts() >= want - lease / 2) return true;
   const int mgr = rs.r->manager(b);
   DirWord nw = d.word0.with_rts(want);
@@ -95,6 +95,8 @@ void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m) {
       if (!have) ++data_reads;
       d = dir_view(l, rs, b);
     }
+    if (d.word0.atomic())
+      fail("dsm: a plain access to block ", b, " of region ", rs.r->id(), ", which holds atomic words (use Space::atomic_ref)");
     if (d.word0.exclusive() && !d.word0.locked()) {
       // Its owner alone holds it: ask for a downgrade, then read the version it published.
       request_downgrade(l, d.word0, rs, b);
@@ -128,8 +130,7 @@ void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m) {
     m.hint_wts = wts;
     m.rts = dir_mode ? UINT64_MAX : d.word0.rts();
     m.word0 = d.word0;
-    m.state = State::Clean;
-    rs.r->protect(b, 1, region::Protection::Read);
+    m.state = State::Clean;  // the caller opens the application view if it needs to
     return;
   }
 }
@@ -146,13 +147,15 @@ void Space::Impl::make_dirty(RegionState& rs, BlockMeta& m) {
   st_twins.fetch_add(1, std::memory_order_relaxed);
 }
 
-// Makes every block of [p, p+len) readable (and, for a write, dirty) without a fault.
-void Space::Impl::declare(const void* p, size_t len, bool write) {
+// Makes every block of [p, p+len) current (and, for a write, dirty and writable) without a
+// fault. A read leaves the application view as it was (no mprotect on this path); the bytes
+// are read through the runtime's view, whose address this returns.
+const void* Space::Impl::declare(const void* p, size_t len, bool write) {
   region::Region* r = as->find(p);
   if (r == nullptr || !r->contains(p, len))
     fail("dsm: ", write ? "write" : "read", " of ", len, " bytes at ", p, ": not inside one shared region");
   RegionState* rs = state_of(*r);
-  if (len == 0) return;
+  if (len == 0) return r->runtime_view(p);
   region::InRuntime ir;
   size_t first = r->block_of(p), last = r->block_of(static_cast<const uint8_t*>(p) + len - 1);
   std::optional<LaneGuard> lane;
@@ -160,16 +163,20 @@ void Space::Impl::declare(const void* p, size_t len, bool write) {
     BlockMeta& m = rs->meta[b];
     // A racy peek, confirmed under the mutex.
     const State st = m.state;
+    if (st == State::Atomic)
+      fail("dsm: declared ", write ? "write" : "read", " of block ", b, " of region ", r->id(), ", which holds atomic words (use Space::atomic_ref)");
     if (st == State::Dirty || st == State::Exclusive || (!write && st == State::Clean)) continue;
     if (!lane) lane.emplace(lanes);
     std::lock_guard<std::mutex> g(m.mu);
     if (m.state == State::Invalid) fetch(**lane, *rs, m);
     if (write && m.state == State::Clean) make_dirty(*rs, m);
   }
+  return r->runtime_view(p);
 }
 
 void Space::declare_read(const void* p, size_t n) { impl_->declare(p, n, false); }
 void Space::declare_write(void* p, size_t n) { impl_->declare(p, n, true); }
+const void* Space::declare_read_view(const void* p, size_t n) { return impl_->declare(p, n, false); }
 
 void Space::on_fault(region::Region& r, size_t block, region::Access access) {
   Impl& I = *impl_;
@@ -189,9 +196,14 @@ void Space::on_fault(region::Region& r, size_t block, region::Access access) {
     std::lock_guard<std::mutex> g(m.mu);
     // Without the hardware's word (Access::Unknown), a fault on a readable block can only be a write.
     const bool write = access == region::Access::Write || (access == region::Access::Unknown && m.state == State::Clean);
+    if (m.state == State::Atomic)
+      fail("a plain ", write ? "store to" : "load from", " a block of atomic words (use Space::atomic_ref)");
     if (m.state == State::Exclusive) rs->r->protect(block, 1, region::Protection::ReadWrite);  // a claim made writable since
     if (m.state == State::Invalid) I.fetch(*lane, *rs, m);
     if (write && m.state == State::Clean) I.make_dirty(*rs, m);
+    // A clean block's application view opens at its first plain read: fetches (and the explicit
+    // path) leave it closed, which spares an mprotect wherever nobody reads through it.
+    else if (!write && m.state == State::Clean) rs->r->protect(block, 1, region::Protection::Read);
     // Still dirty yet not writable: a release has stopped writers on it and will reach it
     // soon. Give it the processor; the store faults again until then.
     else if (write && m.state == State::Dirty) busy = true;

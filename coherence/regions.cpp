@@ -28,6 +28,7 @@ std::unique_ptr<RegionState> Space::Impl::make_region_state(region::Region& r) {
   }
   rs->twins = static_cast<uint8_t*>(tw);
   rs->meta = std::unique_ptr<BlockMeta[]>(new BlockMeta[nb]);
+  rs->chunk_known.reset(new std::atomic<uint64_t>[(nb + kChunkBlocks - 1) / kChunkBlocks]{});
   return rs;
 }
 

@@ -26,6 +26,8 @@ DirWord Space::Impl::lock_entry(Lane& l, RegionState& rs, BlockMeta& m, bool& un
     DirWord old{l.cas(mgr, rs.dir_addr(mgr, b), rs.rkey(mgr), guess.raw, guess.with_lock().raw)};
     if (old == guess) break;
     unchanged = false;
+    if (old.atomic())
+      fail("dsm: a plain store to block ", b, " of region ", rs.r->id(), ", which holds atomic words (use Space::atomic_ref)");
     if (old.exclusive() && !old.locked()) {
       if (may_flush_claims) flush_claims(l);
       request_downgrade(l, old, rs, b);
@@ -115,9 +117,12 @@ void Space::Impl::record(RegionState& rs, BlockMeta& m, uint64_t wts_new, DirWor
   m.rts = dir_mode ? UINT64_MAX : w0_new.rts();
   m.word0 = w0_new;
   if (wts_new > m.known_wts.load(std::memory_order_relaxed)) m.known_wts.store(wts_new, std::memory_order_relaxed);
+  uint64_t clock = release_clock.load(std::memory_order_relaxed);
+  while (clock < wts_new && !release_clock.compare_exchange_weak(clock, wts_new, std::memory_order_relaxed)) {
+  }
   if (!dir_mode) {
     std::lock_guard<std::mutex> g(notice_mu);
-    notices.add(Notice{(uint64_t{rs.r->id()} << 32) | m.block, wts_new, static_cast<uint32_t>(rank)});
+    notices.add(Notice{(uint64_t{rs.r->id()} << 32) | m.block, wts_new, static_cast<uint32_t>(rank), w0_new.exclusive()});
   }
   st_released.fetch_add(1, std::memory_order_relaxed);
 }
@@ -153,7 +158,7 @@ bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool pro
   take_master(l, rs, m, home, unchanged, master);
   // Step 4: the new version is logically after every lease handed out on the old one (rts >=
   // wts always, so rts + 1 is past the old version too).
-  const uint64_t wts_new = std::max(old.rts() + 1, acq_ts_relaxed());
+  const uint64_t wts_new = std::max(old.rts() + 1, lease_floor(rs, b));
   if (wts_new > DirWord::kRtsMask - (uint64_t{1} << 21)) fail("dsm: write timestamps of block ", b, " exhausted");
   const DirWord w0_new = next_word0(old, wts_new, how, mgr);
   // A downgrade adds no sharer to invalidate: the entry's other sharers joined to ask for it.

@@ -37,8 +37,10 @@ void Space::Impl::revalidate_batch(std::optional<LaneGuard>& lane, std::span<Sus
     l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory + 16 * i, 16, s.rs->dir_addr(mgr, s.m->block), s.rs->rkey(mgr));
   }
   l.wait();
-  // 2. Copies whose version is still the entry's: adopt a lease that covers acq_ts, or ask for
-  // one with a CAS from the word just read (a successful CAS is itself a validation).
+  // 2. Copies whose version is still the entry's: adopt a lease that covers the bound, or ask for
+  // one with a CAS from the word just read (a successful CAS is itself a validation). The
+  // others are dropped, aimed at the version the entry names (or, while it is locked or
+  // exclusive, at the entry).
   std::vector<uint8_t> extend(batch.size(), 0);
   for (size_t i = 0; i < batch.size(); ++i) {
     BlockMeta& m = *batch[i].m;
@@ -48,14 +50,20 @@ void Space::Impl::revalidate_batch(std::optional<LaneGuard>& lane, std::span<Sus
     std::memcpy(&wts, l.bytes(off + 8), 8);
     std::lock_guard<std::mutex> g(m.mu);
     batch[i].keep = false;
-    if (m.state != State::Clean || m.rts >= acq_ts) continue;  // changed meanwhile: nothing to do
-    if (w.locked() || w.exclusive() || wts != m.data_wts || w.home() >= n) continue;
+    const uint64_t bound = batch[i].bound;
+    if (m.state != State::Clean || m.rts >= bound) continue;  // changed meanwhile: nothing to do
+    if (w.locked() || w.exclusive() || wts != m.data_wts || w.home() >= n) {
+      const bool named = !w.locked() && !w.exclusive() && w.home() < n && wts > m.data_wts;
+      if (named) m.hint_home = w.home();
+      m.hint_wts = named ? wts : kUnknownWts;
+      continue;
+    }
     batch[i].word = w;
-    if (w.rts() >= acq_ts) {
+    if (w.rts() >= bound) {
       batch[i].keep = true;
       continue;
     }
-    const uint64_t want = std::max(wts, acq_ts) + lease;
+    const uint64_t want = std::max(wts, bound) + lease;
     const int mgr = batch[i].rs->r->manager(m.block);
     l.post(mgr, fabric::Opcode::CompareSwap, Scratch::kBlock + 8 * i, 8, batch[i].rs->dir_addr(mgr, m.block), batch[i].rs->rkey(mgr),
            w.raw, w.with_rts(want).raw);
@@ -67,9 +75,9 @@ void Space::Impl::revalidate_batch(std::optional<LaneGuard>& lane, std::span<Sus
     Suspect& s = batch[i];
     BlockMeta& m = *s.m;
     std::lock_guard<std::mutex> g(m.mu);
-    if (m.state == State::Invalid || m.rts >= acq_ts) continue;
+    if (m.state == State::Invalid || m.rts >= s.bound) continue;
     if (extend[i] != 0) {
-      const DirWord want = s.word.with_rts(std::max(m.data_wts, acq_ts) + lease);
+      const DirWord want = s.word.with_rts(std::max(m.data_wts, s.bound) + lease);
       s.keep = l.word(Scratch::kBlock + 8 * i) == s.word.raw;
       s.word = want;
     }

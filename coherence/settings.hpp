@@ -15,8 +15,8 @@ inline constexpr Setting kNotices{"LOOM_DSM_NOTICES", T::Int, "128", "4..240", "
 inline constexpr Setting kLease{"LOOM_DSM_LEASE", T::Int, "16", "1..1048576", "logical lease length (timestamp policies)"};
 inline constexpr Setting kSyncObjects{"LOOM_DSM_SYNC_OBJECTS", T::Int, "1024", "1..1048576", "locks and atomic words per Space"};
 
-inline constexpr Setting kExclusive{"LOOM_DSM_EXCLUSIVE", T::Choice, "off", "off|adaptive|always",
-                                    "experimental: a releaser keeps a block nobody shares writable in place (exclusive blocks)"};
+inline constexpr Setting kExclusive{"LOOM_DSM_EXCLUSIVE", T::Choice, "adaptive", "off|adaptive|always",
+                                    "a releaser keeps a block nobody shares writable in place (exclusive blocks); always: every release claims (tests)"};
 
 inline constexpr const Setting* kAll[] = {&kPolicy, &kReserve, &kNotices, &kLease, &kSyncObjects, &kExclusive};
 inline constexpr loom::settings::Table kTable{"coherence", kAll};

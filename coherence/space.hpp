@@ -15,6 +15,7 @@
 #include <string>
 
 #include "dsm/region/region.hpp"
+#include "dsm/region/write_tracking.hpp"
 #include "dsm/runtime/runtime.hpp"
 
 namespace loom::coherence {
@@ -41,7 +42,7 @@ struct Config {
   uint32_t notices = 128;             // write-notice buffer capacity (entries)
   uint64_t lease = 16;                // logical lease length
   uint32_t sync_objects = 1024;       // locks + atomic words per Space
-  Claims claims = Claims::Off;        // exclusive blocks (docs/coherence.md; experimental)
+  Claims claims = Claims::Adaptive;   // exclusive blocks (docs/coherence.md)
   // LOOM_DSM_POLICY, LOOM_DSM_RESERVE, LOOM_DSM_NOTICES, LOOM_DSM_LEASE, LOOM_DSM_SYNC_OBJECTS,
   // LOOM_DSM_EXCLUSIVE
   static Config from_env();
@@ -61,6 +62,8 @@ struct Stats {
   uint64_t exclusive_claims = 0;  // releases that kept a block writable in place (no one else holds it)
   uint64_t downgrades = 0;        // exclusive blocks this process gave up when another asked
   uint64_t downgrades_asked = 0;  // downgrades this process asked another for
+  // How writes to regions are tracked (loom-info also says what else the kernel offers).
+  const char* write_tracking = region::kWriteTrackingInUse;
 };
 
 class Space;
@@ -101,6 +104,28 @@ class AtomicWord : public SyncObject {
   void store(uint64_t v, Order o = Order::Release);
 };
 
+// An 8-byte word inside a region's atomic blocks (Space::new_atomic_words), operated on with
+// fabric atomics at its block's manager, with the orders of AtomicWord (docs/coherence.md,
+// "Atomic words in regions"). Made by Space::atomic_ref without any collective; cheap to copy.
+struct RegionState;
+
+class AtomicRef {
+ public:
+  uint64_t fetch_add(uint64_t v, Order o = Order::AcqRel);
+  // Returns the old value; the swap happened iff it equals `expected`.
+  uint64_t compare_swap(uint64_t expected, uint64_t desired, Order o = Order::AcqRel);
+  uint64_t load(Order o = Order::Acquire);
+  void store(uint64_t v, Order o = Order::Release);
+
+ private:
+  friend class Space;
+  RegionState& state() const;  // the region's protocol state, checked
+  Space* space_ = nullptr;
+  uint32_t region_ = 0;  // region id
+  size_t block_ = 0;
+  size_t offset_ = 0;    // byte offset of the word in its block
+};
+
 class Space final : public region::FaultSink {
  public:
   // Collective.
@@ -124,6 +149,14 @@ class Space final : public region::FaultSink {
   Lock make_lock();                              // collective
   AtomicWord make_atomic(uint64_t initial = 0);  // collective
 
+  // `count` zeroed words for AtomicRef, in whole blocks of their own: a plain load or store of
+  // them is an error. Collective like Region::allocate, or (`local`) from this process's arena
+  // alone. Atomic blocks stay atomic until the region is destroyed.
+  uint64_t* new_atomic_words(region::Region& r, size_t count, bool local = false);
+  // Any word of an atomic block, by any process (no collective: a process that did not make the
+  // words learns their blocks from the directory on first use).
+  AtomicRef atomic_ref(uint64_t* word);
+
   // Every thread (Runtime::threads_per_process()) of every process: a release, then an acquire
   // of everything released before it anywhere.
   void barrier();
@@ -133,10 +166,13 @@ class Space final : public region::FaultSink {
   // Explicit access (no faults): declare a read or a write of [p, p+n) before making it.
   void declare_read(const void* p, size_t n);
   void declare_write(void* p, size_t n);
+  // declare_read, and the address of the same bytes in the runtime's view of the region, which
+  // never faults and costs no page-table change: valid for reading [p, p+n) until this thread's
+  // next acquire (barrier, lock, acquiring atomic), after which it may show stale bytes.
+  const void* declare_read_view(const void* p, size_t n);
   template <typename T>
   const T* reading(const T* p, size_t n = 1) {
-    declare_read(p, n * sizeof(T));
-    return p;
+    return static_cast<const T*>(declare_read_view(p, n * sizeof(T)));
   }
   template <typename T>
   T* writing(T* p, size_t n = 1) {
@@ -155,6 +191,7 @@ class Space final : public region::FaultSink {
  private:
   friend class Lock;
   friend class AtomicWord;
+  friend class AtomicRef;
   struct Impl;  // coherence/space_impl.hpp
   Runtime& rt_;
   Config cfg_;

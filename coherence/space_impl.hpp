@@ -71,6 +71,7 @@ struct Space::Impl {
   DirtyList dirty;
   std::mutex notice_mu;
   NoticeBuffer notices;
+  uint64_t notices_applied = UINT64_MAX;  // the generation of `notices` the last acquire applied (notice_mu)
   uint64_t acq_ts = 0;  // written under fence_mu; read relaxed by the read path
 
   // The local part of the barrier: the last thread of this process to arrive runs the global one.
@@ -123,8 +124,13 @@ struct Space::Impl {
   bool extend_lease(Lane& l, RegionState& rs, size_t b, DirView& d, uint64_t wts);
   DirView dir_view(Lane& l, const RegionState& rs, size_t b);
   void make_dirty(RegionState& rs, BlockMeta& m);
-  void declare(const void* p, size_t n, bool write);
+  const void* declare(const void* p, size_t n, bool write);
   uint64_t acq_ts_relaxed() { return std::atomic_ref<uint64_t>(acq_ts).load(std::memory_order_relaxed); }
+  // Where a lease taken (or a version published) in block b must end at least: the acquire time,
+  // or the newest chunk notice applied to b's chunk.
+  uint64_t lease_floor(const RegionState& rs, size_t b) {
+    return std::max(acq_ts_relaxed(), rs.chunk_known[b / kChunkBlocks].load(std::memory_order_relaxed));
+  }
   uint32_t dir_read_bytes() const { return static_cast<uint32_t>(DirEntry::read_bytes(dir_mode, n)); }
 
   // ---- release path (release_path.cpp) ----
@@ -162,12 +168,14 @@ struct Space::Impl {
   struct Suspect {
     RegionState* rs;
     BlockMeta* m;
+    uint64_t bound;  // the copy is valid if its lease reaches this (acq_ts, or a chunk notice's wts)
     DirWord word{};
     bool keep = false;
   };
   void revalidate_expired(std::optional<LaneGuard>& lane, std::vector<Suspect>& suspects);
   void revalidate_batch(std::optional<LaneGuard>& lane, std::span<Suspect> batch);
   void apply_invalidation_flags(std::optional<LaneGuard>& lane);
+  void apply_chunk_notices(std::optional<LaneGuard>& lane, const std::vector<Notice>& chunks);
   template <typename... What>
   void acquire_wire(std::span<const uint8_t> bytes, const What&... from) {
     uint64_t min_wts;
@@ -190,6 +198,16 @@ struct Space::Impl {
   // ---- atomic words (atomic_word.cpp) ----
   uint64_t atomic_op(int home, uint32_t slot, fabric::Opcode op, uint64_t a, uint64_t b, Order o);
   void merge_notices_into_word(Lane& l, int home, uint64_t base, uint32_t rkey);
+
+  // ---- atomic words in regions (region_atomics.cpp) ----
+  void mark_atomic(RegionState& rs, size_t first, size_t count);
+  void mark_block_atomic(Lane& l, RegionState& rs, BlockMeta& m);
+  void adopt_atomic(RegionState& rs, size_t b);
+  void publish_release_clock(Lane& l, RegionState& rs, size_t b);
+  uint64_t region_atomic_op(RegionState& rs, size_t b, size_t off, fabric::Opcode op, uint64_t a, uint64_t c, Order o);
+  // The latest write timestamp this process published or acquired: a release through an atomic
+  // word in a region leaves it in the word's directory entry for its acquirers' lease bound.
+  std::atomic<uint64_t> release_clock{0};
 
   // ---- synchronization memory addresses ----
   uint64_t slot_addr(int to, uint32_t slot) const { return sync_base(to) + sl.slot_off + slot * sl.slot_bytes; }

@@ -184,6 +184,29 @@ TEST_P(Coherence, CounterUnderLockAndAtomics) {
 }
 
 // Explicit accessors: declared reads and writes take no faults.
+// reading() leaves the application view closed (no page-table change on the explicit path):
+// a later plain read of the same block opens it with one fault and sees the same bytes, and
+// after the next acquire reading() shows the new version.
+TEST_P(Coherence, ReadingLeavesTheApplicationViewToTheFirstPlainRead) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20, 4096, 0);
+  auto* v = r.new_array<uint64_t>(4 * 512);
+  s.barrier();
+  for (uint64_t round = 1; round <= 3; ++round) {
+    if (me() == 0) v[512 + round] = round * 7;
+    s.barrier();
+    if (me() == np() - 1) {
+      const uint64_t before = s.stats().faults;
+      EXPECT_EQ(*s.reading(&v[512 + round]), round * 7);
+      EXPECT_EQ(s.stats().faults, before);
+      EXPECT_EQ(v[512 + round], round * 7);  // the application view opens here
+      EXPECT_EQ(s.stats().faults, before + (np() > 1 ? 1u : 0u));
+    }
+    s.barrier();
+  }
+  s.destroy_region(r);
+}
+
 TEST_P(Coherence, ExplicitAccessorsTakeNoFaults) {
   Space& s = space();
   auto& r = s.create_region(1 << 20);

@@ -5,12 +5,15 @@
 // each critical section's position in its lock's order (read from a counter the section itself
 // increments) and every value it read. A sequential replay in that order must produce every
 // observed read, every lock order must be a gapless sequence, and the memory after the last
-// barrier must equal the replay's. Programs run back to back in one launch.
+// barrier must equal the replay's. Programs run back to back in one launch. Half the locks are
+// queue locks (Lock); the others are test-and-set locks on atomic words inside the region
+// (AtomicRef: CAS with acquire, store with release), which carry the same proof obligation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -20,6 +23,7 @@
 #include "tests/coherence_policies.hpp"
 #include "tests/mp_test.hpp"
 
+using loom::coherence::AtomicRef;
 using loom::coherence::Config;
 using loom::coherence::Lock;
 using loom::coherence::Policy;
@@ -82,6 +86,22 @@ Program generate(uint64_t seed, int nprocs) {
   return prog;
 }
 
+// A queue lock, or (odd locks) a test-and-set lock on an atomic word of the region.
+struct CheckerLock {
+  std::optional<Lock> queue;
+  std::optional<AtomicRef> word;
+  uint64_t me = 0;
+  void lock() {
+    if (queue) return queue->lock();
+    while (word->compare_swap(0, me, loom::coherence::Order::Acquire) != 0) {
+    }
+  }
+  void unlock() {
+    if (queue) return queue->unlock();
+    word->store(0, loom::coherence::Order::Release);
+  }
+};
+
 struct Replay {
   std::vector<uint64_t> mem = std::vector<uint64_t>(kWords, 0);
   std::vector<uint64_t> seq = std::vector<uint64_t>(kLocks, 0);
@@ -93,8 +113,14 @@ std::string run_batch(Space& s, uint64_t first_seed, int programs) {
   const int me = rt().rank(), n = rt().size();
   auto& region = s.create_region(1 << 20);
   auto* base = region.new_array<uint64_t>(static_cast<size_t>(kBlocks) * kPerBlock);
-  std::vector<Lock> locks;
-  for (int l = 0; l < kLocks; ++l) locks.push_back(s.make_lock());
+  uint64_t* words = s.new_atomic_words(region, kLocks);
+  std::vector<CheckerLock> locks(kLocks);
+  for (int l = 0; l < kLocks; ++l) {
+    CheckerLock& k = locks[static_cast<size_t>(l)];
+    if (l % 2 == 0) k.queue = s.make_lock();
+    else k.word = s.atomic_ref(&words[l]);
+    k.me = static_cast<uint64_t>(me) + 1;
+  }
   Replay rep;
   std::string error;
   for (int pi = 0; pi < programs && error.empty(); ++pi) {

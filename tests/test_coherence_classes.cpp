@@ -35,11 +35,8 @@ void with_space(const loom::coherence::Policy& p, Adjust&& adjust, Body&& body) 
 
 }  // namespace
 
-// Exclusive blocks are experimental and off by default; they run on floating-ts only.
-bool claims_tested(const loom::coherence::Policy& p) { return p.name() == "floating-ts"; }
-
 TEST_P(ClassesWith, AWrittenBlockIsClaimedWrittenInPlaceAndGivenUpWhenRead) {
-  if (np() < 2 || !claims_tested(GetParam())) GTEST_SKIP() << "needs another process; floating-ts only";
+  if (np() < 2) GTEST_SKIP() << "needs another process";
   with_space(GetParam(), [](Config& c) { c.claims = loom::coherence::Claims::Adaptive; }, [](Space& s) {
   auto& r = s.create_region(1 << 20, 4096, 0);
   auto* v = r.new_array<uint64_t>(4 * kWordsPerBlock);
@@ -76,7 +73,7 @@ TEST_P(ClassesWith, AWrittenBlockIsClaimedWrittenInPlaceAndGivenUpWhenRead) {
 // Another process writes other words of a block rank 0 holds exclusively and writes in place in
 // the same interval: its release asks for the downgrade, then merges its diff over it.
 TEST_P(ClassesWith, AnotherWriterOfAnExclusiveBlockMergesAfterTheDowngrade) {
-  if (np() < 2 || !claims_tested(GetParam())) GTEST_SKIP() << "needs another process; floating-ts only";
+  if (np() < 2) GTEST_SKIP() << "needs another process";
   with_space(GetParam(), [](Config& c) { c.claims = loom::coherence::Claims::Adaptive; }, [](Space& s) {
   auto& r = s.create_region(1 << 20, 4096, 0);
   auto* v = r.new_array<uint64_t>(kWordsPerBlock);
@@ -183,6 +180,40 @@ TEST_P(ClassesWith, AFreshRegionAfterFoldedNoticesReadsTheFirstWrites) {
     s.barrier();
     s.destroy_region(rb);
     s.destroy_region(a);
+  });
+}
+
+// More released blocks than the notice buffer holds, all in one chunk: the overflow becomes a
+// chunk notice, and the readers, who cache the whole region, re-check that chunk only (before,
+// the overflow raised the lease bound and every cached copy was revalidated at every barrier).
+TEST_P(ClassesWith, NoticeOverflowRechecksOnlyTheChunksWritten) {
+  if (np() < 2) GTEST_SKIP() << "needs another process";
+  with_space(GetParam(), [](Config& c) { c.notices = 16; c.claims = loom::coherence::Claims::Off; }, [](Space& s) {
+    const size_t blocks = 1024, written = 40;
+    auto& r = s.create_region((blocks + 8) * 4096, 4096, 0);
+    auto* v = r.new_array<uint64_t>(blocks * kWordsPerBlock);
+    s.barrier();
+    uint64_t sum = 0;
+    for (size_t b = 0; b < blocks; ++b) sum += v[b * kWordsPerBlock];  // every process caches everything
+    EXPECT_EQ(sum, 0u);
+    s.barrier();  // nobody writes before everyone has read
+    for (uint64_t round = 1; round <= 3; ++round) {
+      const size_t first = round * 64;  // the chunk of this round
+      if (me() == 0)
+        for (size_t b = first; b < first + written; ++b) v[b * kWordsPerBlock] = round * 1000 + b;
+      const auto before = s.stats();
+      s.barrier();
+      const auto after = s.stats();
+      if (me() != 0 && GetParam().invalidation == loom::coherence::Invalidation::Timestamp) {
+        const uint64_t checked = (after.revalidations - before.revalidations) + (after.invalidations - before.invalidations);
+        EXPECT_LE(checked, 2 * 64u) << "round " << round << ": copies re-checked for " << written << " blocks written";
+        EXPECT_GE(checked, written) << "round " << round;
+      }
+      for (size_t b = first; b < first + written; ++b) ASSERT_EQ(v[b * kWordsPerBlock], round * 1000 + b) << "block " << b;
+      for (size_t b = 0; b < 64; ++b) ASSERT_EQ(v[b * kWordsPerBlock], 0u) << "block " << b;
+      s.barrier();
+    }
+    s.destroy_region(r);
   });
 }
 

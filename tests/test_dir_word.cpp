@@ -29,7 +29,11 @@ TEST(DirWord, LockBitLeavesTheFieldsAlone) {
 }
 
 TEST(DirWord, FieldsDoNotBleedIntoEachOther) {
-  // A read timestamp past 48 bits is cut, never carried into the home.
+  // A read timestamp past 47 bits is cut, never carried into the atomic bit or the home.
+  EXPECT_FALSE(DirWord::make(3, DirWord::kRtsMask + 1).atomic());
+  EXPECT_TRUE(DirWord::make(3, 9).with_atomic().atomic());
+  EXPECT_EQ(DirWord::make(3, 9).with_atomic().rts(), 9u);
+  EXPECT_EQ(DirWord::make(3, 9).with_atomic().home(), 3);
   EXPECT_EQ(DirWord::make(3, DirWord::kRtsMask + 1).home(), 3);
   EXPECT_EQ(DirWord::make(3, DirWord::kRtsMask + 1).rts(), 0u);
   // A home past 15 bits never sets the lock bit.

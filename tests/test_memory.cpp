@@ -249,6 +249,25 @@ TEST_F(WithRuntime, LinearCircularUntaggedUnitsFreeAndLateTagsHold) {
   EXPECT_THROW(lc.tag(*s3, other, 1), Error);
 }
 
+// A ring that may not grow comes round to the unit it is cutting from: once that unit's tags
+// complete it is reused (before, it stayed busy for ever and a one-way service call that may not
+// allocate waited for good: the checker under LOOM_DSM_EXCLUSIVE=always hung).
+TEST_F(WithRuntime, LinearCircularRingOfOneUnitReusesItWithoutGrowing) {
+  ManualFlush f;
+  LinearCircularAllocator lc(rt_->allocator(), 1024, 1, 4);
+  lc.allow_growth(false);
+  auto s1 = lc.allocate(600);
+  ASSERT_TRUE(s1);
+  lc.tag(*s1, f, 3);
+  EXPECT_FALSE(lc.allocate(600));  // tag 3 not complete, and no growth
+  EXPECT_EQ(lc.units(), 1u);
+  f.complete_up_to(4);
+  auto s2 = lc.allocate(600);
+  ASSERT_TRUE(s2);
+  EXPECT_EQ(s2->unit, s1->unit);
+  EXPECT_EQ(lc.units(), 1u);
+}
+
 TEST_F(WithRuntime, RegisteredHeapFreesAndRejectsBadPointers) {
   RegisteredHeap h(rt_->allocator(), Fit::Best, 2u << 20);
   auto a = h.allocate(1000);

@@ -1,7 +1,8 @@
 // Facts read from the system (dsm/common/system.hpp) and the job directory's hold
 // (dsm/runtime/job_dir.hpp): a directory that already exists in a world-writable place is used
-// only if it is private to this user (issue 17 B9).
+// only if it is private to this user (issue 17 B9); the kernel's asynchronous write tracking.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include <string>
 
 #include "dsm/common/system.hpp"
+#include "dsm/common/error.hpp"
+#include "dsm/region/write_tracking.hpp"
 #include "dsm/runtime/job_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -83,4 +86,46 @@ TEST_F(PrivateDir, AJobDirectoryNotPrivateIsNotHeld) {
   int fd = loom::runtime::hold_job_dir(make_dir("loom-mine", 0700));
   EXPECT_GE(fd, 0);
   if (fd >= 0) close(fd);
+}
+
+// Asynchronous userfaultfd write protection, where the kernel has it: exactly the pages written
+// since the last protection are reported, and reporting protects them again.
+TEST(WriteTracking, ScanReportsExactlyThePagesWrittenAndReprotects) {
+  const loom::region::KernelWriteTracking k = loom::region::probe_kernel_write_tracking();
+  if (!k.uffd_wp_async) GTEST_SKIP() << "not available here: " << k.why_not;
+  const size_t ps = static_cast<size_t>(sysconf(_SC_PAGESIZE)), len = 16 * ps;
+  auto* m = static_cast<uint8_t*>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(m, MAP_FAILED);
+  {
+    loom::region::AsyncWriteProtect wp(m, len);
+    wp.protect_all();
+    m[3 * ps + 5] = 1;
+    m[4 * ps] = 2;
+    m[9 * ps + ps - 1] = 3;
+    auto w = wp.take_written();
+    ASSERT_EQ(w.size(), 2u);  // pages 3-4 as one range, page 9
+    EXPECT_EQ(w[0], std::make_pair(reinterpret_cast<uintptr_t>(m + 3 * ps), reinterpret_cast<uintptr_t>(m + 5 * ps)));
+    EXPECT_EQ(w[1], std::make_pair(reinterpret_cast<uintptr_t>(m + 9 * ps), reinterpret_cast<uintptr_t>(m + 10 * ps)));
+    EXPECT_TRUE(wp.take_written().empty());  // protected again, nothing written since
+    m[0] = 4;
+    w = wp.take_written();
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0].first, reinterpret_cast<uintptr_t>(m));
+    EXPECT_EQ(m[3 * ps + 5], 1);  // writes were not lost
+  }
+  munmap(m, len);
+}
+
+TEST(WriteTracking, ARangeTheKernelCannotProtectIsAClearError) {
+  // Unmapped memory cannot be registered: the error names the call.
+  const size_t ps = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* m = mmap(nullptr, ps, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  munmap(m, ps);
+  try {
+    loom::region::AsyncWriteProtect wp(m, ps);
+    FAIL() << "registered unmapped memory";
+  } catch (const loom::SystemError& e) {
+    EXPECT_NE(std::string(e.what()).find("write tracking: "), std::string::npos) << e.what();
+  }
 }

@@ -12,6 +12,7 @@
 #include "dsm/common/dsm_settings.hpp"
 #include "dsm/common/system.hpp"
 #include "dsm/fabric/fabric.hpp"
+#include "dsm/region/write_tracking.hpp"
 #include "invoke/settings.hpp"
 #ifdef LOOM_HAVE_VERBS
 #include "dsm/fabric/verbs/verbs_provider.hpp"
@@ -140,6 +141,12 @@ int main(int argc, char** argv) {
               read_long("/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages"),
               read_long("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"));
   std::printf("  hugetlbfs mounts: %s\n", hugetlbfs_mounts().c_str());
+
+  std::printf("\n## write tracking (docs/coherence.md, \"Write tracking\")\n");
+  std::printf("  in use: %s (a write to a read-only block faults; the handler twins it)\n", loom::region::kWriteTrackingInUse);
+  const loom::region::KernelWriteTracking k = loom::region::probe_kernel_write_tracking();
+  std::printf("  userfaultfd asynchronous write protection + PAGEMAP_SCAN: %s%s\n", k.uffd_wp_async ? "available" : "not available: ",
+              k.why_not.c_str());
 
   print_settings();
   return 0;

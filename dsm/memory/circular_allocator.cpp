@@ -96,11 +96,13 @@ std::optional<LinearCircularAllocator::Segment> LinearCircularAllocator::allocat
   if (n > ring_.unit_size()) return std::nullopt;
   size_t off = (offset_ + align - 1) & ~(align - 1);
   if (current_ == nullptr || off + n > ring_.unit_size()) {
+    // The unit we leave stays busy until the tags of its segments complete (free at once if
+    // none was tagged). It is left before the next is asked for: a ring that cannot grow may
+    // come round to it (a ring of one unit always does).
+    if (current_ != nullptr) current_->due = current_due_;
+    current_ = nullptr;
     Unit* u = ring_.next();
     if (u == nullptr) return std::nullopt;
-    // The unit we leave stays busy until the tags of its segments complete (free at once if
-    // none was tagged).
-    if (current_ != nullptr) current_->due = current_due_;
     current_ = u;
     current_due_ = 0;
     off = 0;

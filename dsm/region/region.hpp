@@ -72,6 +72,8 @@ class Region {
   // The always-writable view of block b (never faults).
   uint8_t* runtime_block(size_t b) const { return runtime_ + (b << shift_); }
   uint8_t* app_block(size_t b) const { return base_ + (b << shift_); }
+  // The runtime's view of p, an address inside the region: the same memory, never faults.
+  const void* runtime_view(const void* p) const { return runtime_ + (static_cast<const uint8_t*>(p) - base_); }
   // Sets the application view's protection of blocks [first, first+count).
   void protect(size_t first, size_t count, Protection p);
 

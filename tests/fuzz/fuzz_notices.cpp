@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const Notice& n : buf.entries()) {
     if (n.wts <= buf.min_wts()) continue;
     ++above;
-    auto it = std::find_if(again.entries().begin(), again.entries().end(), [&](const Notice& m) { return m.key == n.key; });
+    auto it = std::find_if(again.entries().begin(), again.entries().end(), [&](const Notice& m) { return m.key == n.key && m.chunk == n.chunk; });
     if (it == again.entries().end() || it->wts != n.wts || it->writer != n.writer) std::abort();
   }
   if (again.entries().size() != above) std::abort();

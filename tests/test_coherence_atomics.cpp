@@ -1,0 +1,128 @@
+// Atomic words in regions (Space::new_atomic_words, AtomicRef) on every policy: exact counts
+// from every process, message passing and a spin lock whose plain data must follow the word's
+// release and acquire, words of one process's arena used by others with no collective, and the
+// errors for plain access and for words outside atomic blocks.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "coherence/space.hpp"
+#include "dsm/common/error.hpp"
+#include "tests/coherence_policies.hpp"
+#include "tests/mp_test.hpp"
+
+using loom::coherence::AtomicRef;
+using loom::coherence::Order;
+using loom::coherence::Space;
+using loom::test::rt;
+
+namespace {
+
+class RegionAtomics : public loom::test::PerPolicy {};
+
+int me() { return rt().rank(); }
+int np() { return rt().size(); }
+
+// More words than the 1024 collective AtomicWords a Space holds, over several blocks.
+TEST_P(RegionAtomics, FetchAddFromEveryProcessCountsExactly) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20, 4096, 0);
+  constexpr size_t kCount = 2000;
+  uint64_t* w = s.new_atomic_words(r, kCount);
+  s.barrier();
+  constexpr int kRounds = 3;
+  for (int k = 0; k < kRounds; ++k)
+    for (size_t i = static_cast<size_t>(me()); i < kCount; i += 97) s.atomic_ref(&w[i]).fetch_add(i + 1, Order::Relaxed);
+  s.barrier();
+  for (size_t i = 0; i < kCount; ++i) {
+    // Process p adds to the words i with i % 97 == p.
+    const uint64_t visits = i % 97 < static_cast<size_t>(np()) ? 1 : 0;
+    ASSERT_EQ(s.atomic_ref(&w[i]).load(Order::Relaxed), visits * kRounds * (i + 1)) << "word " << i;
+  }
+  s.barrier();
+  s.destroy_region(r);
+}
+
+// A token passes round the ranks through one atomic word; each holder checks the plain data
+// every earlier holder wrote (in other blocks, cached between turns) and adds its own.
+TEST_P(RegionAtomics, MessagePassingThroughAWordCarriesPlainWrites) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20, 4096, 0);
+  uint64_t* flag = s.new_atomic_words(r, 1);
+  auto* data = r.new_array<uint64_t>(4 * 512);
+  s.barrier();
+  AtomicRef turn = s.atomic_ref(flag);
+  constexpr uint64_t kTurns = 12;
+  for (uint64_t t = 0; t < kTurns; ++t) {
+    if (t % static_cast<uint64_t>(np()) != static_cast<uint64_t>(me())) continue;
+    while (turn.load(Order::Acquire) != t) {
+    }
+    for (uint64_t k = 0; k < t; ++k) ASSERT_EQ(data[(k % 4) * 512 + k], k * 10 + 1) << "turn " << t << " entry " << k;
+    data[(t % 4) * 512 + t] = t * 10 + 1;
+    turn.store(t + 1, Order::Release);
+  }
+  s.barrier();
+  for (uint64_t k = 0; k < kTurns; ++k) EXPECT_EQ(data[(k % 4) * 512 + k], k * 10 + 1);
+  s.barrier();
+  s.destroy_region(r);
+}
+
+// A test-and-set lock on a region word (CAS acquire, store release) guards a plain counter.
+TEST_P(RegionAtomics, ASpinLockOnAWordGuardsAPlainCounter) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20, 4096, 0);
+  uint64_t* lockw = s.new_atomic_words(r, 8);
+  auto* counter = r.new_array<uint64_t>(512);
+  s.barrier();
+  AtomicRef lock = s.atomic_ref(&lockw[3]);
+  constexpr int kIters = 20;
+  for (int i = 0; i < kIters; ++i) {
+    while (lock.compare_swap(0, static_cast<uint64_t>(me()) + 1, Order::Acquire) != 0) {
+    }
+    counter[7] += 1;
+    lock.store(0, Order::Release);
+  }
+  s.barrier();
+  EXPECT_EQ(counter[7], static_cast<uint64_t>(kIters * np()));
+  s.barrier();
+  s.destroy_region(r);
+}
+
+// Words from one process's arena: made by it alone, found by the others from the directory.
+TEST_P(RegionAtomics, WordsOfOneProcessArenaNeedNoCollective) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20, 4096);
+  auto* where = r.new_array<uint64_t*>(8);
+  s.barrier();
+  if (me() == 0) where[0] = s.new_atomic_words(r, 16, true);
+  s.barrier();
+  uint64_t* w = where[0];
+  s.atomic_ref(&w[5]).fetch_add(2, Order::AcqRel);
+  s.barrier();
+  EXPECT_EQ(s.atomic_ref(&w[5]).load(), 2u * static_cast<uint64_t>(np()));
+  s.barrier();
+  s.destroy_region(r);
+}
+
+TEST_P(RegionAtomics, PlainAccessAndWordsOutsideAtomicBlocksAreErrors) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20, 4096, 0);
+  uint64_t* w = s.new_atomic_words(r, 4);
+  auto* plain = r.new_array<uint64_t>(512);
+  s.barrier();
+  EXPECT_THROW(s.declare_read(w, 8), loom::Error);
+  EXPECT_THROW(s.declare_write(w + 1, 8), loom::Error);
+  EXPECT_THROW(s.atomic_ref(plain), loom::Error);  // not an atomic block
+  EXPECT_THROW(s.atomic_ref(reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(w) + 4)), loom::Error);
+  uint64_t outside = 0;
+  EXPECT_THROW(s.atomic_ref(&outside), loom::Error);
+  EXPECT_THROW(s.atomic_ref(w).load(Order::Release), loom::Error);
+  EXPECT_THROW(s.atomic_ref(w).store(1, Order::Acquire), loom::Error);
+  EXPECT_THROW(AtomicRef{}.fetch_add(1), loom::Error);
+  s.barrier();
+  s.destroy_region(r);
+}
+
+}  // namespace
+
+LOOM_FOR_EACH_POLICY(RegionAtomics);
