@@ -55,26 +55,30 @@ void NoticeBuffer::oldest_first(size_t drop, bool blocks_only) {
 void NoticeBuffer::coalesce_into_chunks(size_t drop) {
   drop = std::min<size_t>(drop, std::count_if(entries_.begin(), entries_.end(), [](const Notice& n) { return !n.chunk; }));
   oldest_first(drop, true);
-  std::vector<Notice> chunks;
-  for (size_t i = 0; i < drop; ++i) {
+  // The chunks' wts after the merge: the dropped notices' and the chunk notices already here.
+  struct Chunk {
+    uint64_t wts = 0;
+    bool here = false;  // a chunk notice for it is in the buffer already
+  };
+  std::unordered_map<uint64_t, Chunk> merged;
+  for (size_t i = 0; i < entries_.size(); ++i) {
     const Notice& e = entries_[i];
-    const uint64_t key = chunk_key(e.key);
-    auto c = std::find_if(chunks.begin(), chunks.end(), [&](const Notice& k) { return k.key == key; });
-    if (c == chunks.end()) chunks.push_back(Notice{key, e.wts, 0, false, true});
-    else c->wts = std::max(c->wts, e.wts);
+    if (i >= drop && !e.chunk) continue;
+    Chunk& c = merged[chunk_key(e.key)];
+    c.wts = std::max(c.wts, e.wts);
+    c.here = c.here || e.chunk;
   }
   entries_.erase(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(drop));
+  // Raise the chunk notices here, drop the block notices they cover, then add the new chunks.
+  std::erase_if(entries_, [&](Notice& n) {
+    auto it = merged.find(chunk_key(n.key));
+    if (it == merged.end()) return false;
+    if (n.chunk) n.wts = it->second.wts;
+    return !n.chunk && n.wts <= it->second.wts;
+  });
+  for (const auto& [key, c] : merged)
+    if (!c.here) entries_.push_back(Notice{key, c.wts, 0, false, true});
   reindex();
-  for (const Notice& c : chunks) {
-    auto it = chunk_index_.find(c.key);
-    if (it != chunk_index_.end()) {
-      entries_[it->second].wts = std::max(entries_[it->second].wts, c.wts);
-      continue;
-    }
-    chunk_index_.emplace(c.key, entries_.size());
-    entries_.push_back(c);
-  }
-  for (const Notice& c : chunks) drop_covered_by(entries_[chunk_index_.at(c.key)]);
 }
 
 bool NoticeBuffer::covered_by_chunk(const Notice& n) const {
