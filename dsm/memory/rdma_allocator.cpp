@@ -90,4 +90,19 @@ bool RDMAAllocator::contains(const void* addr, size_t len) const {
   return false;
 }
 
+std::optional<fabric::MemoryRegion> RDMAAllocator::registration_of(const void* addr, size_t len) const {
+  auto a = reinterpret_cast<uintptr_t>(addr);
+  std::lock_guard<std::mutex> g(mu_);
+  for (const auto& s : supers_) {
+    auto base = reinterpret_cast<uintptr_t>(s->chunk.addr);
+    if (a >= base && a - base <= s->chunk.size && len <= s->chunk.size - (a - base)) {
+      fabric::MemoryRegion mr = s->mr;
+      mr.addr = s->chunk.addr;
+      mr.length = s->chunk.size;
+      return mr;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace loom::memory

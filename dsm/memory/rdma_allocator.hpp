@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "dsm/fabric/fabric.hpp"
@@ -42,6 +43,9 @@ class RDMAAllocator {
   // True if [addr, addr+len) lies inside one registered superchunk of this allocator (a check
   // for addresses that arrive from the wire).
   bool contains(const void* addr, size_t len) const;
+  // The registration (whole superchunk: address, size, keys) that holds [addr, addr+len), if
+  // one does: what a peer needs to reach an address of this process one-sided.
+  std::optional<fabric::MemoryRegion> registration_of(const void* addr, size_t len) const;
 
   int zone() const { return zone_; }
   fabric::Provider& provider() { return provider_; }

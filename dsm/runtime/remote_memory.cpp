@@ -23,6 +23,20 @@ struct AllocReply {
 struct FreeRequest {
   uint64_t addr;
 };
+struct KeyRequest {
+  uint64_t addr;
+  uint64_t len;
+};
+
+// This process's registration holding [addr, addr+len), any zone.
+RemoteMemoryLocator local_registration(Runtime& rt, uint64_t addr, uint64_t len) {
+  if (len == 0) fail("registered memory lookup of 0 bytes at 0x", std::hex, addr);
+  for (int z = 0; z < rt.numa_zones(); ++z) {
+    auto mr = rt.allocator(z).registration_of(reinterpret_cast<const void*>(addr), len);
+    if (mr) return RemoteMemoryLocator{rt.rank(), z, reinterpret_cast<uint64_t>(mr->addr), mr->length, mr->rkey};
+  }
+  fail("rank ", rt.rank(), ": [0x", std::hex, addr, ", +0x", len, ") is not in registered memory");
+}
 
 template <typename T>
 T decode(std::span<const std::byte> bytes, const char* what) {
@@ -60,6 +74,11 @@ void register_remote_memory_handlers(Runtime& rt) {
     }
     fail("remote free of 0x", std::hex, f.addr, ": not a live remote allocation (double free?)");
   });
+  rt.service().register_handler("loom.memory.registration", [r](const ServiceRequest& req) {
+    auto k = decode<KeyRequest>(req.payload, "registration lookup");
+    const RemoteMemoryLocator loc = local_registration(*r, k.addr, k.len);
+    return encode(AllocReply{loc.zone, loc.rkey, loc.addr, loc.size});
+  });
 }
 }  // namespace runtime
 
@@ -70,6 +89,17 @@ RemoteMemoryLocator remote_allocate(Runtime& rt, int rank, uint64_t size, int zo
                                       encode(AllocRequest{zone, 0, size}));
   auto a = decode<AllocReply>(reply, "remote allocate reply");
   if (a.size < size) fail("remote_allocate: rank ", rank, " returned ", a.size, " bytes for a request of ", size);
+  return RemoteMemoryLocator{rank, a.zone, a.addr, a.size, a.rkey};
+}
+
+RemoteMemoryLocator registration_at(Runtime& rt, int rank, uint64_t addr, uint64_t len) {
+  if (rank < 0 || rank >= rt.size()) fail("registered memory lookup: rank ", rank, " is not in 0..", rt.size() - 1);
+  if (rank == rt.rank()) return local_registration(rt, addr, len);
+  auto reply = rt.service().call_sync(rank, runtime::Service::id_of("loom.memory.registration"), encode(KeyRequest{addr, len}));
+  auto a = decode<AllocReply>(reply, "registration lookup reply");
+  // Nothing from the wire is trusted: the range must hold what was asked.
+  if (addr < a.addr || addr - a.addr > a.size || len > a.size - (addr - a.addr))
+    fail("registered memory lookup: rank ", rank, " answered a range that does not hold 0x", std::hex, addr);
   return RemoteMemoryLocator{rank, a.zone, a.addr, a.size, a.rkey};
 }
 

@@ -20,6 +20,11 @@ struct RemoteMemoryLocator {
 RemoteMemoryLocator remote_allocate(Runtime& rt, int rank, uint64_t size, int zone = -1);
 void remote_free(Runtime& rt, const RemoteMemoryLocator& loc);
 
+// The registration of `rank` that holds [addr, addr+len): its whole range and key (a service
+// call, or the local allocators for this process). Registrations live as long as the Runtime,
+// so the answer may be cached. Throws loom::Error if that memory is not registered there.
+RemoteMemoryLocator registration_at(Runtime& rt, int rank, uint64_t addr, uint64_t len);
+
 namespace runtime {
 // Registers the allocation handlers on rt's service (done by Runtime itself).
 void register_remote_memory_handlers(Runtime& rt);

@@ -1,0 +1,116 @@
+// bench_objects: global pointers' component costs (seed 001 Table I's get, put, fetch-and-add,
+// CAS, contended CAS) through an Endpoint, each beside the same fabric operation posted by hand
+// on a lane of queue pairs with a registered buffer (the floor: what the Endpoint adds is the key
+// lookup in its cache, the staging copy and its lock). Rank 0 measures against rank 1; for the
+// contended CAS every process CASes one word at rank 0.
+// Run: loomrun -n 2 bench_objects [--quick] [--csv FILE]. The containers and policies of
+// docs/objects.md are not built yet; their rows will join these.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/bench_common.hpp"
+#include "coherence/lane.hpp"
+#include "dsm/runtime/connect.hpp"
+#include "objects/distributed_array.hpp"
+#include "objects/endpoint.hpp"
+
+using namespace loom;
+using namespace loom::bench;
+
+namespace {
+
+struct Args {
+  bool quick = false;
+  std::string csv;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s == "--quick") a.quick = true;
+    else if (s == "--csv" && i + 1 < argc) a.csv = argv[++i];
+    else fail("bench_objects: unknown argument ", s, " (--quick, --csv FILE)");
+  }
+  return a;
+}
+
+template <typename F>
+double us_per_op(int iters, F&& f) {
+  std::vector<double> t;
+  for (int rep = 0; rep < 5; ++rep) {
+    auto t0 = clk::now();
+    for (int i = 0; i < iters; ++i) f(i);
+    t.push_back(seconds_since(t0) / iters * 1e6);
+  }
+  return median(t);
+}
+
+// The floor: one signaled request on a lane, waited for.
+struct Floor {
+  coherence::Lane lane;
+  memory::RDMAMemory buf;
+  Floor(Runtime& rt, memory::RDMAMemory scratch) : lane(rt.provider(), rt.size(), scratch), buf(scratch) {
+    runtime::connect_all(rt.bootstrap(), lane.queue_pairs());
+  }
+  void op(fabric::Opcode o, int to, uint32_t len, uint64_t addr, uint32_t rkey) {
+    lane.post_mem(to, o, buf, 0, len, addr, rkey, 0, 1);
+    lane.wait();
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Runtime rt(argc, argv);
+  const Args args = parse(argc, argv);
+  if (rt.size() < 2) fail("bench_objects: run with at least 2 processes (loomrun -n 2)");
+  const int iters = args.quick ? 2000 : 20000;
+  objects::Endpoint ep(rt);
+  objects::DistributedArray<uint64_t> words(ep, 64 * static_cast<size_t>(rt.size()));
+  for (auto& w : words.local()) w = 0;
+  memory::RDMAMemory scratch = rt.allocator().allocate_chunk(1 << 21);
+  Floor floor(rt, scratch);
+  const objects::GlobalPtr<uint64_t> far = words.ptr(64);  // rank 1's first word
+  const RemoteMemoryLocator reg = registration_at(rt, 1, far.address(), 8);
+  rt.barrier();
+  std::vector<Row> rows;
+  auto row = [&](const std::string& name, double loom_us, double floor_us) {
+    rows.push_back({name, 8, "us", loom_us, "us"});
+    rows.push_back({name + "/floor", 8, "us", floor_us, "us"});
+    std::printf("%-16s %9.3f %9.3f %7.2f\n", name.c_str(), loom_us, floor_us, loom_us / floor_us);
+  };
+  if (rt.rank() == 0) {
+    std::printf("global pointers, 8-byte operations, rank 0 -> rank 1 (us per operation; floor: the fabric operation posted by hand)\n");
+    std::printf("%-16s %9s %9s %7s\n", "component", "Endpoint", "floor", "ratio");
+    uint64_t sink = 0;
+    row("get", us_per_op(iters, [&](int) { sink += ep.rget(far); }),
+        us_per_op(iters, [&](int) { floor.op(fabric::Opcode::Read, 1, 8, far.address(), reg.rkey); }));
+    row("put", us_per_op(iters, [&](int i) { ep.rput(far + 1, static_cast<uint64_t>(i)); }),
+        us_per_op(iters, [&](int) { floor.op(fabric::Opcode::Write, 1, 8, far.address() + 8, reg.rkey); }));
+    row("fad", us_per_op(iters, [&](int) { sink += ep.fetch_add(far + 2, 1); }),
+        us_per_op(iters, [&](int) { floor.op(fabric::Opcode::FetchAdd, 1, 8, far.address() + 16, reg.rkey); }));
+    row("cas", us_per_op(iters, [&](int i) { sink += ep.compare_swap(far + 3, static_cast<uint64_t>(i), static_cast<uint64_t>(i) + 1); }),
+        us_per_op(iters, [&](int) { floor.op(fabric::Opcode::CompareSwap, 1, 8, far.address() + 24, reg.rkey); }));
+    if (sink == 42424242) std::printf(" ");
+  }
+  rt.barrier();
+  // Contended: every process CASes rank 0's word from the value it last saw.
+  const objects::GlobalPtr<uint64_t> hot = words.ptr(0);
+  uint64_t seen = 0;
+  const double contended = us_per_op(iters / 4, [&](int) { seen = ep.compare_swap(hot, seen, seen + 1); });
+  rt.barrier();
+  if (rt.rank() == 0) {
+    rows.push_back({"cas-contended", 8, "us", contended, "us"});
+    std::printf("%-16s %9.3f %9s  (%d processes on one word)\n", "cas-contended", contended, "-", rt.size());
+    std::printf("load average: %.2f\n", load_average());
+    if (!args.csv.empty()) write_csv(args.csv, rows);
+  }
+  rt.barrier();
+  floor.lane.wait();
+  rt.barrier();
+  rt.allocator().free_chunk(scratch);
+  return 0;
+}

@@ -1,0 +1,123 @@
+#pragma once
+// One-sided access to every process's registered memory through global pointers (docs/objects.md,
+// "Global pointers"): blocking and asynchronous gets and puts, 8-byte atomics, allocation at a
+// rank. The operations are the fabric's own (READ, WRITE, FETCH_ADD, CMP_SWAP on both providers;
+// nothing is emulated) and need no CPU at the target. Keys are found, not carried: the first
+// operation on an address of a process asks it which registration holds the address
+// (registration_at) and caches the answer (registrations live as long as the Runtime).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
+
+#include "dsm/fabric/fabric.hpp"
+#include "dsm/runtime/remote_memory.hpp"
+#include "dsm/runtime/runtime.hpp"
+#include "objects/global_ptr.hpp"
+
+namespace loom::objects {
+
+class Endpoint;
+
+// Asynchronous operations of one thread complete together: wait() on any of them completes it
+// and every operation the thread started on the Endpoint before it. A get's bytes are in place
+// after wait(); a put's source may be reused as soon as it was started.
+class Request {
+ public:
+  void wait();
+
+ private:
+  friend class Endpoint;
+  Endpoint* ep_ = nullptr;
+  size_t lane_ = 0;
+  uint64_t ticket_ = 0;
+};
+
+class Endpoint {
+ public:
+  // Collective: every process makes its Endpoint (queue pairs are connected pairwise).
+  explicit Endpoint(Runtime& rt);
+  // Collective: completes every thread's operations, then waits for every process before the
+  // queue pairs go.
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  Runtime& runtime() { return rt_; }
+
+  template <typename T>
+  T rget(GlobalPtr<T> p) {
+    T v;
+    get_bytes(p.rank(), p.address(), &v, sizeof(T));
+    return v;
+  }
+  template <typename T>
+  void rget(GlobalPtr<T> p, T* out, size_t n) { get_bytes(p.rank(), p.address(), out, n * sizeof(T)); }
+  template <typename T>
+  void rput(GlobalPtr<T> p, const T& v) { put_bytes(p.rank(), p.address(), &v, sizeof(T)); }
+  template <typename T>
+  void rput(GlobalPtr<T> p, const T* in, size_t n) { put_bytes(p.rank(), p.address(), in, n * sizeof(T)); }
+  template <typename T>
+  Request rget_async(GlobalPtr<T> p, T* out, size_t n = 1) { return get_bytes_async(p.rank(), p.address(), out, n * sizeof(T)); }
+  template <typename T>
+  Request rput_async(GlobalPtr<T> p, const T* in, size_t n = 1) { return put_bytes_async(p.rank(), p.address(), in, n * sizeof(T)); }
+  // Completes this thread's asynchronous operations.
+  void flush();
+
+  // 8-byte atomics at the target's memory (the address 8-byte aligned). Atomic with respect to
+  // other fabric atomics on the word, not to the target's own loads and stores.
+  uint64_t fetch_add(GlobalPtr<uint64_t> p, uint64_t v) { return atomic(fabric::Opcode::FetchAdd, p, v, 0); }
+  // Returns the old value; the swap happened iff it equals `expected`.
+  uint64_t compare_swap(GlobalPtr<uint64_t> p, uint64_t expected, uint64_t desired) {
+    return atomic(fabric::Opcode::CompareSwap, p, expected, desired);
+  }
+  // A fetch_add of 0 (a load no torn write can split); a CAS loop for a store.
+  uint64_t atomic_load(GlobalPtr<uint64_t> p) { return fetch_add(p, 0); }
+  void atomic_store(GlobalPtr<uint64_t> p, uint64_t v);
+
+  // `n` elements of registered memory at `rank` (this process: its heap; another: a remote
+  // allocation through its service thread), uninitialized.
+  template <typename T>
+  GlobalPtr<T> allocate(int rank, size_t n) {
+    return allocate_bytes(rank, n * sizeof(T)).template as<T>();
+  }
+  template <typename T>
+  void deallocate(GlobalPtr<T> p) { deallocate_bytes(p.template as<std::byte>()); }
+
+  void get_bytes(int rank, uint64_t addr, void* out, size_t len);
+  void put_bytes(int rank, uint64_t addr, const void* in, size_t len);
+  Request get_bytes_async(int rank, uint64_t addr, void* out, size_t len);
+  Request put_bytes_async(int rank, uint64_t addr, const void* in, size_t len);
+  GlobalPtr<std::byte> allocate_bytes(int rank, size_t bytes);
+  void deallocate_bytes(GlobalPtr<std::byte> p);
+
+  // Key lookups that went to the owner (the rest came from the cache).
+  uint64_t registration_lookups() const;
+
+ private:
+  friend class Request;
+  struct Lane;
+  struct Copy {
+    size_t off;
+    void* out;
+    size_t len;
+  };
+  uint64_t atomic(fabric::Opcode op, GlobalPtr<uint64_t> p, uint64_t a, uint64_t b);
+  // The key of `rank`'s registration holding [addr, addr+len) (cached); checks rank and length.
+  uint32_t rkey_for(int rank, uint64_t addr, size_t len);
+  Lane& my_lane(size_t& index);
+  // Posts [addr, addr+len) as READs (get) or WRITEs (put) in staging-sized pieces.
+  Request post_bytes(bool get, int rank, uint64_t addr, void* out, const void* in, size_t len);
+  void complete(Lane& l);  // l.mu held
+  void complete_up_to(size_t lane, uint64_t ticket);
+
+  Runtime& rt_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  mutable std::shared_mutex keys_mu_;
+  std::vector<std::vector<RemoteMemoryLocator>> keys_;  // per rank, the registrations learned
+  uint64_t lookups_ = 0;
+};
+
+}  // namespace loom::objects

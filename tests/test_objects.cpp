@@ -1,0 +1,177 @@
+// Global pointers through an Endpoint (objects/endpoint.hpp) between processes: gets and puts
+// to every rank, many asynchronous operations in flight, exact counts from fetch_add, mutual
+// exclusion through compare_swap, allocation at a rank, the distributed array, and bad use.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <numeric>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "dsm/common/error.hpp"
+#include "objects/distributed_array.hpp"
+#include "objects/endpoint.hpp"
+#include "tests/mp_test.hpp"
+
+using loom::objects::DistributedArray;
+using loom::objects::Endpoint;
+using loom::objects::GlobalPtr;
+using loom::test::rt;
+
+namespace {
+
+int me() { return rt().rank(); }
+int np() { return rt().size(); }
+
+class Objects : public ::testing::Test {
+ protected:
+  void SetUp() override { ep_.emplace(rt()); }
+  void TearDown() override { ep_.reset(); }
+  Endpoint& ep() { return *ep_; }
+
+ private:
+  std::optional<Endpoint> ep_;
+};
+
+// Every process owns one slot per process; each writes its slot at every rank and reads back.
+TEST_F(Objects, PutsAndGetsReachEveryRank) {
+  DistributedArray<uint64_t> a(ep(), static_cast<size_t>(np() * np()));
+  for (int r = 0; r < np(); ++r) ep().rput(a.ptr(static_cast<size_t>(r * np() + me())), uint64_t{1000} * r + me());
+  rt().barrier();
+  for (int r = 0; r < np(); ++r) EXPECT_EQ(ep().rget(a.ptr(static_cast<size_t>(r * np() + me()))), uint64_t{1000} * r + me());
+  // The owner sees the same values through its plain pointer.
+  for (int p = 0; p < np(); ++p) EXPECT_EQ(a.local()[static_cast<size_t>(p)], uint64_t{1000} * me() + p);
+  rt().barrier();
+}
+
+// Thousands of asynchronous gets and puts in flight, more bytes than one staging area.
+TEST_F(Objects, ManyAsynchronousOperationsCompleteTogether) {
+  const size_t n = 1 << 18;  // 2 MiB of uint64 per process
+  DistributedArray<uint64_t> a(ep(), n * static_cast<size_t>(np()));
+  const int peer = (me() + 1) % np();
+  const size_t first = static_cast<size_t>(peer) * n;
+  std::vector<uint64_t> src(n);
+  std::iota(src.begin(), src.end(), uint64_t{7} * static_cast<uint64_t>(me()));
+  for (size_t i = 0; i < n; i += 512) ep().rput_async(a.ptr(first + i), &src[i], 512);
+  ep().flush();
+  rt().barrier();
+  std::vector<uint64_t> back(n, 0);
+  loom::objects::Request last;
+  for (size_t i = 0; i < n; i += 256) last = ep().rget_async(a.ptr(first + i), &back[i], 256);
+  last.wait();
+  EXPECT_EQ(back, src);
+  // One large get, past the staging area, in pieces.
+  std::vector<uint64_t> whole(n, 0);
+  ep().rget(a.ptr(first), whole.data(), n);
+  EXPECT_EQ(whole, src);
+  rt().barrier();
+}
+
+TEST_F(Objects, FetchAddFromEveryProcessCountsExactly) {
+  DistributedArray<uint64_t> a(ep(), static_cast<size_t>(np()));
+  for (auto& v : a.local()) v = 0;
+  rt().barrier();
+  constexpr int kAdds = 200;
+  for (int k = 0; k < kAdds; ++k)
+    for (int r = 0; r < np(); ++r) ep().fetch_add(a.ptr(static_cast<size_t>(r)), static_cast<uint64_t>(me()) + 1);
+  rt().barrier();
+  const uint64_t want = static_cast<uint64_t>(kAdds) * static_cast<uint64_t>(np()) * static_cast<uint64_t>(np() + 1) / 2;
+  EXPECT_EQ(ep().atomic_load(a.ptr(static_cast<size_t>(me()))), want);
+  rt().barrier();
+}
+
+// A test-and-set lock on rank 0's word guards a counter updated with plain gets and puts.
+TEST_F(Objects, CompareSwapLockGuardsGetsAndPuts) {
+  DistributedArray<uint64_t> a(ep(), 2 * static_cast<size_t>(np()));
+  for (auto& v : a.local()) v = 0;
+  rt().barrier();
+  const GlobalPtr<uint64_t> lock = a.ptr(0), counter = a.ptr(1);
+  constexpr int kIters = 100;
+  for (int i = 0; i < kIters; ++i) {
+    while (ep().compare_swap(lock, 0, static_cast<uint64_t>(me()) + 1) != 0) {
+    }
+    ep().rput(counter, ep().rget(counter) + 1);
+    ep().atomic_store(lock, 0);
+  }
+  rt().barrier();
+  EXPECT_EQ(ep().rget(counter), static_cast<uint64_t>(kIters * np()));
+  rt().barrier();
+}
+
+TEST_F(Objects, AllocationAtARankIsReachableByEveryone) {
+  const int owner = np() - 1;
+  GlobalPtr<uint64_t> p;
+  if (me() == 0) p = ep().allocate<uint64_t>(owner, 64);
+  auto all = rt().bootstrap().allgather_value(p);
+  p = all[0];
+  ASSERT_EQ(p.rank(), owner);
+  ep().rput(p + me(), static_cast<uint64_t>(me()) * 3);
+  rt().barrier();
+  for (int r = 0; r < np(); ++r) EXPECT_EQ(ep().rget(p + r), static_cast<uint64_t>(r) * 3);
+  rt().barrier();
+  if (me() == 0) ep().deallocate(p);
+  rt().barrier();
+}
+
+TEST_F(Objects, BadRanksAddressesAndLengthsAreClearErrors) {
+  DistributedArray<uint64_t> a(ep(), static_cast<size_t>(np()));
+  rt().barrier();
+  uint64_t v = 0;
+  EXPECT_THROW(ep().rget(GlobalPtr<uint64_t>(np(), a.ptr(0).address())), loom::Error);
+  EXPECT_THROW(ep().rget(GlobalPtr<uint64_t>(-1, 0)), loom::Error);
+  // An address the owner never registered: the owner's answer names it.
+  uint64_t on_stack = 0;
+  const int peer = (me() + 1) % np();
+  try {
+    ep().rget(GlobalPtr<uint64_t>(peer, reinterpret_cast<uint64_t>(&on_stack)));
+    ADD_FAILURE() << "a get of unregistered memory succeeded";
+  } catch (const loom::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not in registered memory"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ep().rget(a.ptr(0), &v, 0), loom::Error);
+  EXPECT_THROW(ep().fetch_add(a.ptr(0).as<std::byte>().operator+(4).as<uint64_t>(), 1), loom::Error);  // unaligned
+  EXPECT_THROW(a.ptr(static_cast<size_t>(np())), loom::Error);
+  EXPECT_THROW(ep().allocate<uint64_t>(np(), 1), loom::Error);
+  EXPECT_THROW(ep().allocate<uint64_t>(0, 0), loom::Error);
+  // The endpoint still works after every error.
+  ep().rput(a.ptr(static_cast<size_t>(me())), uint64_t{42});
+  EXPECT_EQ(ep().rget(a.ptr(static_cast<size_t>(me()))), 42u);
+  rt().barrier();
+}
+
+// Two threads per process (the runtime's worker threads when loomrun --threads 2, else a plain
+// second thread sharing the spare lane): atomics and asynchronous puts interleave safely.
+TEST_F(Objects, ThreadsOfAProcessUseTheEndpointTogether) {
+  DistributedArray<uint64_t> a(ep(), static_cast<size_t>(np()) * 1024);
+  for (auto& v : a.local()) v = 0;
+  rt().barrier();
+  constexpr int kAdds = 100;
+  auto work = [&](int t) {
+    std::vector<uint64_t> mine(256, static_cast<uint64_t>(me() * 2 + t + 1));
+    const size_t slot = 1 + static_cast<size_t>(t) * 256;  // this thread's 256 words at every rank
+    for (int r = 0; r < np(); ++r) ep().rput_async(a.ptr(static_cast<size_t>(r) * 1024 + slot + (me() % 2) * 512), mine.data(), 256);
+    for (int k = 0; k < kAdds; ++k) ep().fetch_add(a.ptr(0), 1);
+    ep().flush();
+  };
+  std::thread other;
+  if (rt().threads_per_process() >= 2) other = rt().spawn_at(1, "objects-test", [&] { work(1); });
+  else other = std::thread(work, 1);
+  work(0);
+  other.join();
+  rt().barrier();
+  EXPECT_EQ(ep().atomic_load(a.ptr(0)), static_cast<uint64_t>(kAdds) * 2 * static_cast<uint64_t>(np()));
+  rt().barrier();
+}
+
+TEST_F(Objects, KeysAreLookedUpOncePerRegistration) {
+  DistributedArray<uint64_t> a(ep(), 64 * static_cast<size_t>(np()));
+  rt().barrier();
+  const uint64_t before = ep().registration_lookups();
+  for (int k = 0; k < 10; ++k)
+    for (size_t i = 0; i < a.size(); i += 7) (void)ep().rget(a.ptr(i));
+  EXPECT_LE(ep().registration_lookups() - before, static_cast<uint64_t>(np()));
+  rt().barrier();
+}
+
+}  // namespace
