@@ -15,6 +15,7 @@
 #include "dsm/runtime/connect.hpp"
 #include "objects/distributed_array.hpp"
 #include "objects/endpoint.hpp"
+#include "objects/hash_map.hpp"
 
 using namespace loom;
 using namespace loom::bench;
@@ -61,6 +62,40 @@ struct Floor {
   }
 };
 
+// The one-sided HashMap, rank 0 alone operating on keys whose buckets are rank 1's: insert under Level::Atomic,
+// find under Level::Atomic and Level::PhasalFind, each beside a READ of one bucket and a CAS.
+void hash_rows(objects::Endpoint& ep, Runtime& rt, int iters, std::vector<Row>& rows) {
+  const size_t cap = 1 << 16;
+  objects::HashMap<uint64_t, uint64_t> m(ep, cap);
+  // Keys whose home bucket is at rank 1 (the upper half of the buckets at np 2).
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 0; keys.size() < static_cast<size_t>(iters); ++k)
+    if (std::hash<uint64_t>{}(k) % cap >= cap / static_cast<size_t>(rt.size()) &&
+        std::hash<uint64_t>{}(k) % cap < 2 * cap / static_cast<size_t>(rt.size()))
+      keys.push_back(k);
+  rt.barrier();
+  if (rt.rank() == 0) {
+    auto t0 = clk::now();
+    for (uint64_t k : keys) m.insert(k, k + 1);
+    const double ins = seconds_since(t0) / static_cast<double>(keys.size()) * 1e6;
+    uint64_t sink = 0;
+    t0 = clk::now();
+    for (uint64_t k : keys) sink += *m.find(k, objects::Level::Atomic);
+    const double fa = seconds_since(t0) / static_cast<double>(keys.size()) * 1e6;
+    t0 = clk::now();
+    for (uint64_t k : keys) sink += *m.find(k, objects::Level::PhasalFind);
+    const double fp = seconds_since(t0) / static_cast<double>(keys.size()) * 1e6;
+    if (sink == 42) std::printf(" ");
+    rows.push_back({"hash-insert/onesided/atomic", 1, "us", ins, "us"});
+    rows.push_back({"hash-find/onesided/atomic", 1, "us", fa, "us"});
+    rows.push_back({"hash-find/onesided/phasal", 1, "us", fp, "us"});
+    std::printf("\nHashMap<uint64_t, uint64_t>, one-sided, rank 0 -> buckets at rank 1 (us per operation, no collisions to speak of)\n");
+    std::printf("%-30s %9.3f\n%-30s %9.3f\n%-30s %9.3f\n", "hash-insert/onesided/atomic", ins, "hash-find/onesided/atomic", fa,
+                "hash-find/onesided/phasal", fp);
+  }
+  rt.barrier();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,6 +132,7 @@ int main(int argc, char** argv) {
     if (sink == 42424242) std::printf(" ");
   }
   rt.barrier();
+  hash_rows(ep, rt, iters, rows);
   // Contended: every process CASes rank 0's word from the value it last saw.
   const objects::GlobalPtr<uint64_t> hot = words.ptr(0);
   uint64_t seen = 0;

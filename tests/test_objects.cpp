@@ -13,6 +13,7 @@
 #include "objects/distributed_array.hpp"
 #include "objects/endpoint.hpp"
 #include "tests/mp_test.hpp"
+#include "tests/objects_test.hpp"
 
 using loom::objects::DistributedArray;
 using loom::objects::Endpoint;
@@ -21,18 +22,7 @@ using loom::test::rt;
 
 namespace {
 
-int me() { return rt().rank(); }
-int np() { return rt().size(); }
-
-class Objects : public ::testing::Test {
- protected:
-  void SetUp() override { ep_.emplace(rt()); }
-  void TearDown() override { ep_.reset(); }
-  Endpoint& ep() { return *ep_; }
-
- private:
-  std::optional<Endpoint> ep_;
-};
+class Objects : public loom::test::WithEndpoint {};
 
 // Every process owns one slot per process; each writes its slot at every rank and reads back.
 TEST_F(Objects, PutsAndGetsReachEveryRank) {
