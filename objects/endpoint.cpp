@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "coherence/lane.hpp"
 #include "dsm/common/error.hpp"
@@ -64,21 +65,40 @@ Endpoint::Lane& Endpoint::my_lane(size_t& index) {
   return *lanes_[index];
 }
 
+namespace {
+// The registration this thread used last, per thread: the common case (an object's operations
+// on one owner's memory) takes no lock. Registrations live as long as the Runtime, so a hit is
+// never stale for its Endpoint.
+struct LastKey {
+  const Endpoint* ep = nullptr;
+  RemoteMemoryLocator reg;
+};
+thread_local LastKey t_last_key;
+
+bool holds(const RemoteMemoryLocator& r, uint64_t addr, size_t len) {
+  return addr >= r.addr && addr - r.addr <= r.size && len <= r.size - (addr - r.addr);
+}
+}  // namespace
+
 uint32_t Endpoint::rkey_for(int rank, uint64_t addr, size_t len) {
   if (rank < 0 || rank >= rt_.size()) fail("objects: rank ", rank, " is not in 0..", rt_.size() - 1);
   if (len == 0) fail("objects: an access of 0 bytes at rank ", rank);
   if (addr + len < addr) fail("objects: [0x", std::hex, addr, ", +0x", len, ") wraps around");
-  auto holds = [&](const RemoteMemoryLocator& r) { return addr >= r.addr && addr - r.addr <= r.size && len <= r.size - (addr - r.addr); };
+  if (t_last_key.ep == this && t_last_key.reg.rank == rank && holds(t_last_key.reg, addr, len)) return t_last_key.reg.rkey;
+  std::optional<RemoteMemoryLocator> found;
   {
     std::shared_lock<std::shared_mutex> g(keys_mu_);
     for (const RemoteMemoryLocator& r : keys_[static_cast<size_t>(rank)])
-      if (holds(r)) return r.rkey;
+      if (holds(r, addr, len)) found = r;
   }
-  const RemoteMemoryLocator r = registration_at(rt_, rank, addr, len);
-  std::unique_lock<std::shared_mutex> g(keys_mu_);
-  keys_[static_cast<size_t>(rank)].push_back(r);
-  ++lookups_;
-  return r.rkey;
+  if (!found) {
+    found = registration_at(rt_, rank, addr, len);
+    std::unique_lock<std::shared_mutex> g(keys_mu_);
+    keys_[static_cast<size_t>(rank)].push_back(*found);
+    ++lookups_;
+  }
+  t_last_key = LastKey{this, *found};
+  return found->rkey;
 }
 
 uint64_t Endpoint::registration_lookups() const {
@@ -120,7 +140,7 @@ void Endpoint::flush() {
   complete(l);
 }
 
-Request Endpoint::post_bytes(bool get, int rank, uint64_t addr, void* out, const void* in, size_t len) {
+Request Endpoint::post_bytes(bool get, int rank, uint64_t addr, void* out, const void* in, size_t len, bool wait) {
   const uint32_t rkey = rkey_for(rank, addr, len);
   size_t index;
   Lane& l = my_lane(index);
@@ -142,21 +162,29 @@ Request Endpoint::post_bytes(bool get, int rank, uint64_t addr, void* out, const
   r.ep_ = this;
   r.lane_ = index;
   r.ticket_ = ++l.issued;
+  if (wait) complete(l);
   return r;
 }
 
 Request Endpoint::get_bytes_async(int rank, uint64_t addr, void* out, size_t len) {
   if (out == nullptr) fail("objects: get into a null buffer");
-  return post_bytes(true, rank, addr, out, nullptr, len);
+  return post_bytes(true, rank, addr, out, nullptr, len, false);
 }
 
 Request Endpoint::put_bytes_async(int rank, uint64_t addr, const void* in, size_t len) {
   if (in == nullptr) fail("objects: put from a null buffer");
-  return post_bytes(false, rank, addr, nullptr, in, len);
+  return post_bytes(false, rank, addr, nullptr, in, len, false);
 }
 
-void Endpoint::get_bytes(int rank, uint64_t addr, void* out, size_t len) { get_bytes_async(rank, addr, out, len).wait(); }
-void Endpoint::put_bytes(int rank, uint64_t addr, const void* in, size_t len) { put_bytes_async(rank, addr, in, len).wait(); }
+// Blocking: posted and completed under one hold of the lane.
+void Endpoint::get_bytes(int rank, uint64_t addr, void* out, size_t len) {
+  if (out == nullptr) fail("objects: get into a null buffer");
+  post_bytes(true, rank, addr, out, nullptr, len, true);
+}
+void Endpoint::put_bytes(int rank, uint64_t addr, const void* in, size_t len) {
+  if (in == nullptr) fail("objects: put from a null buffer");
+  post_bytes(false, rank, addr, nullptr, in, len, true);
+}
 
 uint64_t Endpoint::atomic(fabric::Opcode op, GlobalPtr<uint64_t> p, uint64_t a, uint64_t b) {
   if (p.address() % 8 != 0) fail("objects: atomic on 0x", std::hex, p.address(), " at rank ", std::dec, p.rank(), ": not 8-byte aligned");

@@ -108,8 +108,9 @@ class Endpoint {
   // The key of `rank`'s registration holding [addr, addr+len) (cached); checks rank and length.
   uint32_t rkey_for(int rank, uint64_t addr, size_t len);
   Lane& my_lane(size_t& index);
-  // Posts [addr, addr+len) as READs (get) or WRITEs (put) in staging-sized pieces.
-  Request post_bytes(bool get, int rank, uint64_t addr, void* out, const void* in, size_t len);
+  // Posts [addr, addr+len) as READs (get) or WRITEs (put) in staging-sized pieces; `wait`:
+  // completes them before the lane is let go.
+  Request post_bytes(bool get, int rank, uint64_t addr, void* out, const void* in, size_t len, bool wait);
   void complete(Lane& l);  // l.mu held
   void complete_up_to(size_t lane, uint64_t ticket);
 
