@@ -3,8 +3,9 @@
 // on a lane of queue pairs with a registered buffer (the floor: what the Endpoint adds is the key
 // lookup in its cache, the staging copy and its lock). Rank 0 measures against rank 1; for the
 // contended CAS every process CASes one word at rank 0.
-// Run: loomrun -n 2 bench_objects [--quick] [--csv FILE]. The containers and policies of
-// docs/objects.md are not built yet; their rows will join these.
+// Then the one-sided HashMap and Queue (docs/objects.md).
+// Run: loomrun -n 2 bench_objects [--quick] [--csv FILE]. The owner-invoked and cached policies
+// are not built yet; their rows will join these.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -16,6 +17,7 @@
 #include "objects/distributed_array.hpp"
 #include "objects/endpoint.hpp"
 #include "objects/hash_map.hpp"
+#include "objects/queue.hpp"
 
 using namespace loom;
 using namespace loom::bench;
@@ -96,6 +98,27 @@ void hash_rows(objects::Endpoint& ep, Runtime& rt, int iters, std::vector<Row>& 
   rt.barrier();
 }
 
+// The one-sided Queue hosted at rank 1, rank 0 alone: pushes until full, then pops it empty.
+void queue_rows(objects::Endpoint& ep, Runtime& rt, int iters, std::vector<Row>& rows) {
+  objects::Queue<uint64_t> q(ep, 1, static_cast<size_t>(iters));
+  if (rt.rank() == 0) {
+    auto t0 = clk::now();
+    for (int i = 0; i < iters; ++i)
+      if (!q.try_push(static_cast<uint64_t>(i))) fail("bench_objects: queue full early");
+    const double push = seconds_since(t0) / iters * 1e6;
+    uint64_t sink = 0;
+    t0 = clk::now();
+    for (int i = 0; i < iters; ++i) sink += q.try_pop().value_or(0);
+    const double pop = seconds_since(t0) / iters * 1e6;
+    if (sink == 42) std::printf(" ");
+    rows.push_back({"queue-push/onesided/atomic", 1, "us", push, "us"});
+    rows.push_back({"queue-pop/onesided/atomic", 1, "us", pop, "us"});
+    std::printf("\nQueue<uint64_t>, one-sided, rank 0 -> queue at rank 1 (us per operation, uncontended)\n");
+    std::printf("%-30s %9.3f\n%-30s %9.3f\n", "queue-push/onesided/atomic", push, "queue-pop/onesided/atomic", pop);
+  }
+  rt.barrier();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,6 +156,7 @@ int main(int argc, char** argv) {
   }
   rt.barrier();
   hash_rows(ep, rt, iters, rows);
+  queue_rows(ep, rt, iters, rows);
   // Contended: every process CASes rank 0's word from the value it last saw.
   const objects::GlobalPtr<uint64_t> hot = words.ptr(0);
   uint64_t seen = 0;
