@@ -74,22 +74,18 @@ struct LastKey {
   RemoteMemoryLocator reg;
 };
 thread_local LastKey t_last_key;
-
-bool holds(const RemoteMemoryLocator& r, uint64_t addr, size_t len) {
-  return addr >= r.addr && addr - r.addr <= r.size && len <= r.size - (addr - r.addr);
-}
 }  // namespace
 
 uint32_t Endpoint::rkey_for(int rank, uint64_t addr, size_t len) {
   if (rank < 0 || rank >= rt_.size()) fail("objects: rank ", rank, " is not in 0..", rt_.size() - 1);
   if (len == 0) fail("objects: an access of 0 bytes at rank ", rank);
   if (addr + len < addr) fail("objects: [0x", std::hex, addr, ", +0x", len, ") wraps around");
-  if (t_last_key.ep == this && t_last_key.reg.rank == rank && holds(t_last_key.reg, addr, len)) return t_last_key.reg.rkey;
+  if (t_last_key.ep == this && t_last_key.reg.rank == rank && t_last_key.reg.holds(addr, len)) return t_last_key.reg.rkey;
   std::optional<RemoteMemoryLocator> found;
   {
     std::shared_lock<std::shared_mutex> g(keys_mu_);
     for (const RemoteMemoryLocator& r : keys_[static_cast<size_t>(rank)])
-      if (holds(r, addr, len)) found = r;
+      if (r.holds(addr, len)) found = r;
   }
   if (!found) {
     found = registration_at(rt_, rank, addr, len);

@@ -28,8 +28,9 @@ class Queue {
     Runtime& rt = ep.runtime();
     if (host < 0 || host >= rt.size()) fail("objects: Queue host rank ", host, " is not in 0..", rt.size() - 1);
     if (capacity == 0) fail("objects: Queue of capacity 0");
-    for (uint64_t c : rt.bootstrap().allgather_value(static_cast<uint64_t>(capacity) ^ (static_cast<uint64_t>(host) << 48)))
-      if (c != (static_cast<uint64_t>(capacity) ^ (static_cast<uint64_t>(host) << 48)))
+    const Shape mine{static_cast<uint64_t>(host), static_cast<uint64_t>(capacity)};
+    for (const Shape& s : rt.bootstrap().allgather_value(mine))
+      if (s.host != mine.host || s.capacity != mine.capacity)
         fail("objects: Queue made with different hosts or capacities by different processes");
     if (rt.rank() == host) {
       base_ = ep.allocate<std::byte>(host, kSlots + capacity * sizeof(Slot));
@@ -94,6 +95,9 @@ class Queue {
   struct Slot {
     uint64_t seq;
     T value;
+  };
+  struct Shape {  // what every process must agree on
+    uint64_t host, capacity;
   };
   static constexpr size_t kSlots = 64;  // head and tail words, then the slots on their own line
 

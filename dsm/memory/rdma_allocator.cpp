@@ -80,15 +80,7 @@ bool RDMAAllocator::huge_pages() const {
   return huge_;
 }
 
-bool RDMAAllocator::contains(const void* addr, size_t len) const {
-  auto a = reinterpret_cast<uintptr_t>(addr);
-  std::lock_guard<std::mutex> g(mu_);
-  for (const auto& s : supers_) {
-    auto base = reinterpret_cast<uintptr_t>(s->chunk.addr);
-    if (a >= base && a - base <= s->chunk.size && len <= s->chunk.size - (a - base)) return true;
-  }
-  return false;
-}
+bool RDMAAllocator::contains(const void* addr, size_t len) const { return registration_of(addr, len).has_value(); }
 
 std::optional<fabric::MemoryRegion> RDMAAllocator::registration_of(const void* addr, size_t len) const {
   auto a = reinterpret_cast<uintptr_t>(addr);

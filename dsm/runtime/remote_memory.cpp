@@ -97,10 +97,10 @@ RemoteMemoryLocator registration_at(Runtime& rt, int rank, uint64_t addr, uint64
   if (rank == rt.rank()) return local_registration(rt, addr, len);
   auto reply = rt.service().call_sync(rank, runtime::Service::id_of("loom.memory.registration"), encode(KeyRequest{addr, len}));
   auto a = decode<AllocReply>(reply, "registration lookup reply");
+  const RemoteMemoryLocator loc{rank, a.zone, a.addr, a.size, a.rkey};
   // Nothing from the wire is trusted: the range must hold what was asked.
-  if (addr < a.addr || addr - a.addr > a.size || len > a.size - (addr - a.addr))
-    fail("registered memory lookup: rank ", rank, " answered a range that does not hold 0x", std::hex, addr);
-  return RemoteMemoryLocator{rank, a.zone, a.addr, a.size, a.rkey};
+  if (!loc.holds(addr, len)) fail("registered memory lookup: rank ", rank, " answered a range that does not hold 0x", std::hex, addr);
+  return loc;
 }
 
 void remote_free(Runtime& rt, const RemoteMemoryLocator& loc) {

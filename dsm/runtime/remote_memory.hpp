@@ -14,6 +14,8 @@ struct RemoteMemoryLocator {
   uint64_t size = 0;
   uint32_t rkey = 0;
   bool valid() const { return rank >= 0 && size != 0; }
+  // [a, a+len) lies inside [addr, addr+size) (no overflow for any a, len).
+  bool holds(uint64_t a, uint64_t len) const { return a >= addr && a - addr <= size && len <= size - (a - addr); }
 };
 
 // zone -1: the target process's own zone. Throws loom::Error with the target's reason.
