@@ -72,7 +72,7 @@ void Space::Impl::apply_chunk_notices(std::optional<LaneGuard>& lane, const std:
     // with a lease past it.
     std::atomic<uint64_t>& known = rs->chunk_known[first / kChunkBlocks];
     if (e.wts <= known.load(std::memory_order_relaxed)) continue;
-    known.store(e.wts, std::memory_order_relaxed);
+    known.store(e.wts, std::memory_order_seq_cst);  // before the states are looked at (as acq_ts)
     const uint64_t bound = std::max(e.wts, acq_ts);
     for (size_t b = first; b < end; ++b) {
       BlockMeta& m = rs->meta[b];
@@ -91,7 +91,9 @@ void Space::Impl::apply_chunk_notices(std::optional<LaneGuard>& lane, const std:
 // Dirty ones are released now; clean ones are revalidated in bulk (revalidate.cpp).
 void Space::Impl::apply_lease_bound(std::optional<LaneGuard>& lane, uint64_t incoming_min_wts) {
   if (incoming_min_wts <= acq_ts) return;
-  std::atomic_ref<uint64_t>(acq_ts).store(incoming_min_wts, std::memory_order_relaxed);
+  // Before the states are looked at: a fetch installing a copy meanwhile sees the new floor
+  // (read_path.cpp, floor_after_install) or is seen here.
+  std::atomic_ref<uint64_t>(acq_ts).store(incoming_min_wts, std::memory_order_seq_cst);
   std::vector<Suspect> suspects;
   for (auto& a : regions) {
     RegionState* rs = a.load(std::memory_order_acquire);

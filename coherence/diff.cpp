@@ -1,5 +1,6 @@
 #include "coherence/diff.hpp"
 
+#include <atomic>
 #include <cstring>
 
 namespace loom::coherence {
@@ -30,8 +31,9 @@ void merge_diff(uint8_t* master, uint8_t* priv, const uint8_t* twin, size_t n) {
       m = (m & ~k) | (p & k);
       std::memcpy(master + i, &m, 8);
     }
-    // Other writers' bytes reach the private copy too, so it ends as the new master.
-    if (m != p) std::memcpy(priv + i, &m, 8);
+    // Other writers' bytes reach the private copy too, so it ends as the new master. A relaxed
+    // word store: other threads of the process may be reading the block word by word.
+    if (m != p) std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(priv + i)).store(m, std::memory_order_relaxed);
   }
 }
 

@@ -7,7 +7,7 @@
 
 namespace loom::coherence {
 
-// n is a multiple of 8 (a block). master, priv and twin do not overlap.
+// n is a multiple of 8 (a block); priv is 8-byte aligned. master, priv and twin do not overlap.
 void merge_diff(uint8_t* master, uint8_t* priv, const uint8_t* twin, size_t n);
 
 }  // namespace loom::coherence

@@ -120,7 +120,7 @@ void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m) {
     if (m.data_wts == wts) {
       st_reval.fetch_add(1, std::memory_order_relaxed);
     } else {
-      std::memcpy(rs.r->runtime_block(b), l.bytes(Scratch::kBlock), rs.r->block_size());
+      fill_runtime_block(rs, b, l.bytes(Scratch::kBlock));
       st_misses.fetch_add(1, std::memory_order_relaxed);
       if (fast && data_reads == 1) st_fast.fetch_add(1, std::memory_order_relaxed);
     }
@@ -131,8 +131,38 @@ void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m) {
     m.rts = dir_mode ? UINT64_MAX : d.word0.rts();
     m.word0 = d.word0;
     m.state = State::Clean;  // the caller opens the application view if it needs to
+    // Another thread's acquire may have raised the lease floor while this fetch ran, and passed
+    // this block by while it was still invalid: a copy whose lease ends below the floor now
+    // would outlive that acquire. Revalidate it (the data is kept) with a lease past the floor.
+    if (!dir_mode && m.rts < floor_after_install(rs, b)) {
+      m.state = State::Invalid;
+      wts = m.data_wts;
+      continue;
+    }
     return;
   }
+}
+
+// A fetched version into the runtime view, word by word (relaxed atomics, plain moves on x86):
+// another thread of this process may be reading words of the block through a pointer from
+// declare_read_view (a reader that validates what it read, as a seqlock does), and a copy of
+// the same bytes is then no data race.
+void Space::Impl::fill_runtime_block(RegionState& rs, size_t b, const uint8_t* src) {
+  auto* dst = reinterpret_cast<uint64_t*>(rs.r->runtime_block(b));
+  const size_t words = rs.r->block_size() / 8;
+  for (size_t k = 0; k < words; ++k) {
+    uint64_t w;
+    std::memcpy(&w, src + k * 8, 8);
+    std::atomic_ref<uint64_t>(dst[k]).store(w, std::memory_order_relaxed);
+  }
+}
+
+// The lease floor as an acquire that raised it sees it. Sequentially consistent: the state was
+// just stored (seq_cst), and an acquirer stores the floor (seq_cst) before it looks at the
+// states, so one of the two sees the other's store.
+uint64_t Space::Impl::floor_after_install(RegionState& rs, size_t b) {
+  const uint64_t a = std::atomic_ref<uint64_t>(acq_ts).load(std::memory_order_seq_cst);
+  return std::max(a, rs.chunk_known[b / kChunkBlocks].load(std::memory_order_seq_cst));
 }
 
 void Space::Impl::make_dirty(RegionState& rs, BlockMeta& m) {

@@ -128,6 +128,9 @@ struct Space::Impl {
   uint64_t acq_ts_relaxed() { return std::atomic_ref<uint64_t>(acq_ts).load(std::memory_order_relaxed); }
   // Where a lease taken (or a version published) in block b must end at least: the acquire time,
   // or the newest chunk notice applied to b's chunk.
+  uint64_t floor_after_install(RegionState& rs, size_t b);
+  void fill_runtime_block(RegionState& rs, size_t b, const uint8_t* src);
+  static constexpr size_t kMaxClaimRun = 32;  // claims flushed together (release_path.cpp)
   uint64_t lease_floor(const RegionState& rs, size_t b) {
     return std::max(acq_ts_relaxed(), rs.chunk_known[b / kChunkBlocks].load(std::memory_order_relaxed));
   }

@@ -7,7 +7,9 @@
 #include "coherence/lane.hpp"
 #include "dsm/common/error.hpp"
 #include "dsm/common/log.hpp"
+#include "dsm/fabric/shm/ordered_copy.hpp"
 #include "dsm/runtime/connect.hpp"
+#include "objects/settings.hpp"
 
 namespace loom::objects {
 
@@ -29,7 +31,8 @@ struct Endpoint::Lane {
   uint64_t issued = 0, completed = 0;
 };
 
-Endpoint::Endpoint(Runtime& rt) : rt_(rt), keys_(static_cast<size_t>(rt.size())) {
+Endpoint::Endpoint(Runtime& rt)
+    : rt_(rt), direct_(rt.provider().info().cpu_atomics && loom::settings::get_bool(settings::kDirect)), keys_(static_cast<size_t>(rt.size())) {
   const int nlanes = rt.threads_per_process() + 1;
   for (int i = 0; i < nlanes; ++i) {
     auto l = std::make_unique<Lane>();
@@ -58,10 +61,17 @@ Endpoint::~Endpoint() {
   }
 }
 
-// A worker thread has a lane of its own; any other thread shares the spare (under its mutex).
-Endpoint::Lane& Endpoint::my_lane(size_t& index) {
-  const int t = loom::this_thread_name().thread;
-  index = t >= 0 && static_cast<size_t>(t) + 1 < lanes_.size() ? static_cast<size_t>(t) : lanes_.size() - 1;
+// A runtime worker thread (index below threads_per_process) has a lane of its own, which only it
+// uses: no lock. Any other thread shares the spare, under its mutex.
+Endpoint::Lane& Endpoint::my_lane(size_t& index, std::unique_lock<std::mutex>& hold) {
+  const ThreadName& n = loom::this_thread_name();
+  const int t = n.thread;
+  if (!n.label.empty() && t >= 0 && static_cast<size_t>(t) + 1 < lanes_.size()) {
+    index = static_cast<size_t>(t);
+    return *lanes_[index];
+  }
+  index = lanes_.size() - 1;
+  hold = std::unique_lock<std::mutex>(lanes_[index]->mu);
   return *lanes_[index];
 }
 
@@ -70,31 +80,41 @@ namespace {
 // on one owner's memory) takes no lock. Registrations live as long as the Runtime, so a hit is
 // never stale for its Endpoint.
 struct LastKey {
-  const Endpoint* ep = nullptr;
+  const void* ep = nullptr;
   RemoteMemoryLocator reg;
+  uint8_t* mapped = nullptr;
 };
 thread_local LastKey t_last_key;
 }  // namespace
 
-uint32_t Endpoint::rkey_for(int rank, uint64_t addr, size_t len) {
+// The mapping of a whole registration, checked by the provider (key, bounds, access) once.
+uint8_t* Endpoint::map(const RemoteMemoryLocator& reg) {
+  if (!direct_) return nullptr;
+  fabric::QueuePair* qp = lanes_.front()->fabric->queue_pairs()[static_cast<size_t>(reg.rank)];
+  return qp->remote_pointer(reg.addr, reg.rkey, reg.size, fabric::kRemoteRead | fabric::kRemoteWrite | fabric::kRemoteAtomic);
+}
+
+Endpoint::Known Endpoint::known_for(int rank, uint64_t addr, size_t len) {
   if (rank < 0 || rank >= rt_.size()) fail("objects: rank ", rank, " is not in 0..", rt_.size() - 1);
   if (len == 0) fail("objects: an access of 0 bytes at rank ", rank);
   if (addr + len < addr) fail("objects: [0x", std::hex, addr, ", +0x", len, ") wraps around");
-  if (t_last_key.ep == this && t_last_key.reg.rank == rank && t_last_key.reg.holds(addr, len)) return t_last_key.reg.rkey;
-  std::optional<RemoteMemoryLocator> found;
+  if (t_last_key.ep == this && t_last_key.reg.rank == rank && t_last_key.reg.holds(addr, len)) return Known{t_last_key.reg, t_last_key.mapped};
+  key_scans_.fetch_add(1, std::memory_order_relaxed);
+  std::optional<Known> found;
   {
     std::shared_lock<std::shared_mutex> g(keys_mu_);
-    for (const RemoteMemoryLocator& r : keys_[static_cast<size_t>(rank)])
-      if (r.holds(addr, len)) found = r;
+    for (const Known& k : keys_[static_cast<size_t>(rank)])
+      if (k.reg.holds(addr, len)) found = k;
   }
   if (!found) {
-    found = registration_at(rt_, rank, addr, len);
+    const RemoteMemoryLocator reg = registration_at(rt_, rank, addr, len);
+    found = Known{reg, map(reg)};
     std::unique_lock<std::shared_mutex> g(keys_mu_);
     keys_[static_cast<size_t>(rank)].push_back(*found);
     ++lookups_;
   }
-  t_last_key = LastKey{this, *found};
-  return found->rkey;
+  t_last_key = LastKey{this, found->reg, found->mapped};
+  return *found;
 }
 
 uint64_t Endpoint::registration_lookups() const {
@@ -121,7 +141,8 @@ void Endpoint::complete(Lane& l) {
 
 void Endpoint::complete_up_to(size_t lane, uint64_t ticket) {
   Lane& l = *lanes_.at(lane);
-  std::lock_guard<std::mutex> g(l.mu);
+  std::unique_lock<std::mutex> g;
+  if (lane + 1 == lanes_.size()) g = std::unique_lock<std::mutex>(l.mu);
   if (l.completed < ticket) complete(l);
 }
 
@@ -131,16 +152,54 @@ void Request::wait() {
 
 void Endpoint::flush() {
   size_t index;
-  Lane& l = my_lane(index);
-  std::lock_guard<std::mutex> g(l.mu);
-  complete(l);
+  std::unique_lock<std::mutex> hold;
+  Lane& l = my_lane(index, hold);
+  if (l.completed != l.issued) complete(l);
+}
+
+namespace {
+bool whole_words(const void* a, const void* b, size_t len) {
+  return (reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) | len) % 8 == 0;
+}
+}  // namespace
+
+// Whole aligned words move as relaxed atomic words: peers' atomics on the same words (a state
+// word beside the bytes of a slot) race with the copy by design, and then it is no data race.
+// A put's last word is a release store, placed last (the provider's WRITE order).
+void Endpoint::direct_get(void* out, const uint8_t* src, size_t len) {
+  if (!whole_words(out, src, len)) {
+    std::memcpy(out, src, len);
+    return;
+  }
+  auto* o = static_cast<uint64_t*>(out);
+  const auto* w = reinterpret_cast<const uint64_t*>(src);
+  for (size_t k = 0; k < len / 8; ++k) o[k] = std::atomic_ref<const uint64_t>(w[k]).load(std::memory_order_relaxed);
+}
+
+void Endpoint::direct_put(uint8_t* dst, const void* in, size_t len) {
+  if (!whole_words(dst, in, len)) {
+    fabric::shm::place(dst, static_cast<const uint8_t*>(in), len);
+    return;
+  }
+  const auto* i = static_cast<const uint64_t*>(in);
+  auto* w = reinterpret_cast<uint64_t*>(dst);
+  const size_t n = len / 8;
+  for (size_t k = 0; k + 1 < n; ++k) std::atomic_ref<uint64_t>(w[k]).store(i[k], std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(w[n - 1]).store(i[n - 1], std::memory_order_release);
 }
 
 Request Endpoint::post_bytes(bool get, int rank, uint64_t addr, void* out, const void* in, size_t len, bool wait) {
-  const uint32_t rkey = rkey_for(rank, addr, len);
+  const Known k = known_for(rank, addr, len);
+  if (k.mapped != nullptr) {  // done at once: the bytes move as the provider would move them
+    uint8_t* p = k.mapped + (addr - k.reg.addr);
+    if (get) direct_get(out, p, len);
+    else direct_put(p, in, len);
+    return Request{};
+  }
+  const uint32_t rkey = k.reg.rkey;
   size_t index;
-  Lane& l = my_lane(index);
-  std::lock_guard<std::mutex> g(l.mu);
+  std::unique_lock<std::mutex> hold;
+  Lane& l = my_lane(index, hold);
   for (size_t done = 0; done < len;) {
     const size_t piece = std::min(len - done, kStaging);
     if (l.used + piece > kStaging) complete(l);
@@ -182,16 +241,70 @@ void Endpoint::put_bytes(int rank, uint64_t addr, const void* in, size_t len) {
   post_bytes(false, rank, addr, nullptr, in, len, true);
 }
 
+// The provider's own atomic on a mapped word (sequentially consistent, as it runs them).
+uint64_t Endpoint::cpu_atomic(fabric::Opcode op, uint8_t* word, uint64_t a, uint64_t b) {
+  std::atomic_ref<uint64_t> w(*reinterpret_cast<uint64_t*>(word));
+  if (op == fabric::Opcode::FetchAdd) return w.fetch_add(a, std::memory_order_seq_cst);
+  w.compare_exchange_strong(a, b, std::memory_order_seq_cst);
+  return a;  // the old value either way
+}
+
+uint64_t Endpoint::atomic_load(GlobalPtr<uint64_t> p) {
+  if (p.address() % 8 != 0) fail("objects: atomic on 0x", std::hex, p.address(), " at rank ", std::dec, p.rank(), ": not 8-byte aligned");
+  const Known k = known_for(p.rank(), p.address(), 8);
+  if (k.mapped != nullptr)
+    return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(k.mapped + (p.address() - k.reg.addr))).load(std::memory_order_seq_cst);
+  return atomic(fabric::Opcode::FetchAdd, p, 0, 0);
+}
+
+Request Endpoint::atomic_load_async(GlobalPtr<uint64_t> p, uint64_t* out) {
+  if (out == nullptr) fail("objects: an asynchronous atomic without a place for its result");
+  if (p.address() % 8 == 0) {
+    const Known k = known_for(p.rank(), p.address(), 8);
+    if (k.mapped != nullptr) {
+      *out = std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(k.mapped + (p.address() - k.reg.addr))).load(std::memory_order_seq_cst);
+      return Request{};
+    }
+  }
+  return atomic_async(fabric::Opcode::FetchAdd, p, 0, 0, out);
+}
+
 uint64_t Endpoint::atomic(fabric::Opcode op, GlobalPtr<uint64_t> p, uint64_t a, uint64_t b) {
   if (p.address() % 8 != 0) fail("objects: atomic on 0x", std::hex, p.address(), " at rank ", std::dec, p.rank(), ": not 8-byte aligned");
-  const uint32_t rkey = rkey_for(p.rank(), p.address(), 8);
+  const Known k = known_for(p.rank(), p.address(), 8);
+  if (k.mapped != nullptr) return cpu_atomic(op, k.mapped + (p.address() - k.reg.addr), a, b);
+  const uint32_t rkey = k.reg.rkey;
   size_t index;
-  Lane& l = my_lane(index);
-  std::lock_guard<std::mutex> g(l.mu);
+  std::unique_lock<std::mutex> hold;
+  Lane& l = my_lane(index, hold);
   l.fabric->post_mem(p.rank(), op, l.scratch, kAtomicWord, 8, p.address(), rkey, a, b);
   ++l.issued;
   complete(l);
   return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(l.scratch.bytes() + kAtomicWord)).load(std::memory_order_acquire);
+}
+
+// The old value lands in the staging area and is copied out at completion, like a get's bytes.
+Request Endpoint::atomic_async(fabric::Opcode op, GlobalPtr<uint64_t> p, uint64_t a, uint64_t b, uint64_t* old) {
+  if (old == nullptr) fail("objects: an asynchronous atomic without a place for its result");
+  if (p.address() % 8 != 0) fail("objects: atomic on 0x", std::hex, p.address(), " at rank ", std::dec, p.rank(), ": not 8-byte aligned");
+  const Known k = known_for(p.rank(), p.address(), 8);
+  if (k.mapped != nullptr) {
+    *old = cpu_atomic(op, k.mapped + (p.address() - k.reg.addr), a, b);
+    return Request{};
+  }
+  const uint32_t rkey = k.reg.rkey;
+  size_t index;
+  std::unique_lock<std::mutex> hold;
+  Lane& l = my_lane(index, hold);
+  if (l.used + 8 > kStaging) complete(l);
+  l.copies.push_back(Copy{l.used, old, 8});
+  l.fabric->post_mem(p.rank(), op, l.scratch, l.used, 8, p.address(), rkey, a, b);
+  l.used += 8;
+  Request r;
+  r.ep_ = this;
+  r.lane_ = index;
+  r.ticket_ = ++l.issued;
+  return r;
 }
 
 void Endpoint::atomic_store(GlobalPtr<uint64_t> p, uint64_t v) {
@@ -206,16 +319,11 @@ void Endpoint::atomic_store(GlobalPtr<uint64_t> p, uint64_t v) {
 GlobalPtr<std::byte> Endpoint::allocate_bytes(int rank, size_t bytes) {
   if (rank < 0 || rank >= rt_.size()) fail("objects: allocate at rank ", rank, ", not in 0..", rt_.size() - 1);
   if (bytes == 0) fail("objects: allocation of 0 bytes");
-  RemoteMemoryLocator loc;
-  if (rank == rt_.rank()) {
-    const memory::RDMAMemory m = rt_.heap().allocate(bytes);
-    loc = RemoteMemoryLocator{rank, m.zone, m.address(), m.size, m.rkey};
-  } else {
-    loc = remote_allocate(rt_, rank, bytes);
-  }
-  std::unique_lock<std::shared_mutex> g(keys_mu_);
-  keys_[static_cast<size_t>(rank)].push_back(loc);  // its key, without a lookup
-  return GlobalPtr<std::byte>(rank, loc.addr);
+  // The key is not cached here: the allocation is part of a registration, and the cache holds
+  // whole registrations (a cached part outlived its allocation and split later operations on the
+  // same registration between two entries, each a miss of the per-thread last key).
+  if (rank == rt_.rank()) return GlobalPtr<std::byte>(rank, rt_.heap().allocate(bytes).address());
+  return GlobalPtr<std::byte>(rank, remote_allocate(rt_, rank, bytes).addr);
 }
 
 void Endpoint::deallocate_bytes(GlobalPtr<std::byte> p) {

@@ -5,6 +5,7 @@
 // nothing is emulated) and need no CPU at the target. Keys are found, not carried: the first
 // operation on an address of a process asks it which registration holds the address
 // (registration_at) and caches the answer (registrations live as long as the Runtime).
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,7 +23,8 @@ namespace loom::objects {
 class Endpoint;
 
 // Asynchronous operations of one thread complete together: wait() on any of them completes it
-// and every operation the thread started on the Endpoint before it. A get's bytes are in place
+// and every operation the thread started on the Endpoint before it. A Request is waited for by
+// the thread that started it. A get's bytes are in place
 // after wait(); a put's source may be reused as soon as it was started.
 class Request {
  public:
@@ -46,6 +48,10 @@ class Endpoint {
   Endpoint& operator=(const Endpoint&) = delete;
 
   Runtime& runtime() { return rt_; }
+  // Whether operations on peers' memory the provider maps (shm) are the CPU's own loads, stores
+  // and atomics on the mapping (LOOM_OBJECTS_DIRECT; the provider's atomics must be the CPU's):
+  // the same operations the provider would run, without a request, a completion or a lane.
+  bool direct() const { return direct_; }
 
   template <typename T>
   T rget(GlobalPtr<T> p) {
@@ -73,8 +79,17 @@ class Endpoint {
   uint64_t compare_swap(GlobalPtr<uint64_t> p, uint64_t expected, uint64_t desired) {
     return atomic(fabric::Opcode::CompareSwap, p, expected, desired);
   }
-  // A fetch_add of 0 (a load no torn write can split); a CAS loop for a store.
-  uint64_t atomic_load(GlobalPtr<uint64_t> p) { return fetch_add(p, 0); }
+  // The same, asynchronous: the old value is in *old once the Request (or flush) completed.
+  Request fetch_add_async(GlobalPtr<uint64_t> p, uint64_t v, uint64_t* old) {
+    return atomic_async(fabric::Opcode::FetchAdd, p, v, 0, old);
+  }
+  Request compare_swap_async(GlobalPtr<uint64_t> p, uint64_t expected, uint64_t desired, uint64_t* old) {
+    return atomic_async(fabric::Opcode::CompareSwap, p, expected, desired, old);
+  }
+  // A load no torn write can split (a FETCH_ADD of 0; on a mapping, the CPU's atomic load); a
+  // CAS loop for a store.
+  uint64_t atomic_load(GlobalPtr<uint64_t> p);
+  Request atomic_load_async(GlobalPtr<uint64_t> p, uint64_t* out);
   void atomic_store(GlobalPtr<uint64_t> p, uint64_t v);
 
   // `n` elements of registered memory at `rank` (this process: its heap; another: a remote
@@ -95,6 +110,8 @@ class Endpoint {
 
   // Key lookups that went to the owner (the rest came from the cache).
   uint64_t registration_lookups() const;
+  // Operations whose registration was not the one this thread used last (a scan of the cache).
+  uint64_t key_scans() const { return key_scans_.load(std::memory_order_relaxed); }
 
  private:
   friend class Request;
@@ -104,21 +121,33 @@ class Endpoint {
     void* out;
     size_t len;
   };
+  // A registration of a peer and, where the provider maps it and direct() holds, its mapping.
+  struct Known {
+    RemoteMemoryLocator reg;
+    uint8_t* mapped = nullptr;
+  };
   uint64_t atomic(fabric::Opcode op, GlobalPtr<uint64_t> p, uint64_t a, uint64_t b);
-  // The key of `rank`'s registration holding [addr, addr+len) (cached); checks rank and length.
-  uint32_t rkey_for(int rank, uint64_t addr, size_t len);
-  Lane& my_lane(size_t& index);
+  Request atomic_async(fabric::Opcode op, GlobalPtr<uint64_t> p, uint64_t a, uint64_t b, uint64_t* old);
+  static uint64_t cpu_atomic(fabric::Opcode op, uint8_t* word, uint64_t a, uint64_t b);
+  static void direct_get(void* out, const uint8_t* src, size_t len);
+  static void direct_put(uint8_t* dst, const void* in, size_t len);
+  // `rank`'s registration holding [addr, addr+len) (cached); checks rank and length.
+  Known known_for(int rank, uint64_t addr, size_t len);
+  uint8_t* map(const RemoteMemoryLocator& reg);
+  Lane& my_lane(size_t& index, std::unique_lock<std::mutex>& hold);
   // Posts [addr, addr+len) as READs (get) or WRITEs (put) in staging-sized pieces; `wait`:
   // completes them before the lane is let go.
   Request post_bytes(bool get, int rank, uint64_t addr, void* out, const void* in, size_t len, bool wait);
-  void complete(Lane& l);  // l.mu held
+  void complete(Lane& l);  // the lane held (its thread's own, or the spare's mutex)
   void complete_up_to(size_t lane, uint64_t ticket);
 
   Runtime& rt_;
   std::vector<std::unique_ptr<Lane>> lanes_;
+  bool direct_ = false;
   mutable std::shared_mutex keys_mu_;
-  std::vector<std::vector<RemoteMemoryLocator>> keys_;  // per rank, the registrations learned
+  std::vector<std::vector<Known>> keys_;  // per rank, the registrations learned
   uint64_t lookups_ = 0;
+  std::atomic<uint64_t> key_scans_{0};
 };
 
 }  // namespace loom::objects

@@ -1,151 +1,219 @@
 #pragma once
-// A distributed hash map, one-sided (seed 001 section III; docs/objects.md, "HashMap"): open
-// addressing with linear probing over a fixed number of buckets spread in blocks over the
-// processes. Every operation is fabric operations on the buckets' owners (no owner CPU).
-//
-// A bucket is [state word | key | value]. The state word is (version << 2 | state), state one of
-// Empty, Busy (a writer holds it), Ready. Insert claims an Empty bucket, or takes a Ready bucket
-// holding its key, by CAS to Busy; writes key and value; then publishes Ready with the next
-// version. A find reads the whole bucket; unless the phase promises no writer
-// (Level::PhasalFind) it reads the state word before and after (a seqlock: one READ has no order
-// among its bytes, so the words around it must be separate operations): the same Ready or Empty
-// word both times means no writer touched the bucket between, so the key and value are whole.
+// A distributed hash map under a policy chosen per object (seed 001 section III; docs/objects.md,
+// "HashMap"): open addressing with linear probing over a fixed number of buckets, split into one
+// part per process; a key's hash picks its part (its owner) and its first bucket there, and
+// probing wraps inside the part. The operations (objects/hash_map_ops.hpp) are written once and
+// reach the buckets as the policy says: fabric operations (OneSided), shipped to the owner
+// (OwnerInvoked), or on the local copy of a region (Cached); Auto picks by the cost model.
 // Keys and values are trivially copyable, standard-layout types compared with ==.
 #include <cstddef>
-#include <cstring>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "dsm/common/error.hpp"
-#include "objects/distributed_array.hpp"
-#include "objects/endpoint.hpp"
+#include "objects/router.hpp"
+#include "objects/hash_map_ops.hpp"
+#include "objects/slot_array.hpp"
 
 namespace loom::objects {
 
-// Seed 001's concurrency levels: inserts and finds at once; only inserts until a barrier; only
-// finds until a barrier. A phasal level is the caller's promise (not checked: it would cost the
-// round trips it saves).
-enum class Level : uint8_t { Atomic, PhasalInsert, PhasalFind };
-
 template <typename K, typename V, typename Hash = std::hash<K>>
 class HashMap {
-  static_assert(std::is_trivially_copyable_v<K> && std::is_trivially_copyable_v<V>, "HashMap: keys and values travel as bytes");
+  using E = hash::Entry<K, V>;
+  using Status = hash::Status;
+  using Found = hash::Found<V>;
 
  public:
-  // Collective: every process passes the same capacity (buckets).
-  HashMap(Endpoint& ep, size_t capacity) : ep_(ep), buckets_(ep, capacity) {
-    for (Bucket& b : buckets_.local()) b.state = kEmpty;
-    ep.runtime().barrier();
+  // Collective: every process passes the same capacity (buckets, split evenly) and policy.
+  // `workload` tells an Auto object what to expect (its reads' share and level), which decides
+  // whether its buckets live in a region (Cached) or at their owners.
+  HashMap(Context& ctx, size_t capacity, Policy policy = Policy::OneSided, Workload workload = {})
+      : ctx_(ctx),
+        router_(ctx, policy, Op::HashInsert, Op::HashFind, workload),
+        slots_(ctx, all_ranks(ctx), (capacity + static_cast<size_t>(ctx.size()) - 1) / static_cast<size_t>(ctx.size()),
+               router_.placement() == Policy::Cached, [](size_t) { return hash::kEmpty; }) {
+    if (capacity == 0) fail("objects: HashMap of capacity 0");
+    for (size_t p = 0; p < slots_.parts(); ++p) {
+      if (router_.placement() == Policy::Cached) regions_.push_back(slots_.region(p));
+      else remotes_.push_back(slots_.remote(p));
+    }
+    id_ = ctx.attach(this, typeid(HashMap));
   }
+  // Collective.
+  ~HashMap() {
+    ctx_.process_barrier();
+    ctx_.detach(id_);
+  }
+  HashMap(const HashMap&) = delete;
+  HashMap& operator=(const HashMap&) = delete;
 
-  size_t capacity() const { return buckets_.size(); }
+  size_t capacity() const { return slots_.per() * slots_.parts(); }
+  Policy policy() const { return router_.policy(); }
+  // Where the buckets are: Cached (a region) or OneSided (at their owners).
+  Policy placement() const { return router_.placement(); }
+  // The policy an operation at a level takes now (Auto: the current choice).
+  Policy current(Op op, Level l) const { return router_.current(op, l); }
+  const Chooser* chooser() const { return router_.chooser(); }
+  // The process that owns key's part (where an owner-invoked operation on it runs).
+  int owner_of(const K& key) const { return owner(home_of(key)); }
 
-  // Inserts or replaces key's value. A full table is an error (nothing is changed).
+  // Inserts or replaces key's value. A full part is an error (nothing is changed).
   void insert(const K& key, const V& value, Level level = Level::Atomic) {
     if (level == Level::PhasalFind) fail("objects: HashMap insert during a find phase");
-    const size_t start = slot_of(key);
-    for (size_t probe = 0; probe < capacity(); ++probe) {
-      const size_t i = (start + probe) % capacity();
-      if (try_insert_at(i, key, value)) return;
+    const hash::Home h = home_of(key);
+    bool timed = false;
+    const Policy p = router_.route(Op::HashInsert, level, timed);
+    OpTimer t(timed);
+    Status st;
+    if (p == Policy::OwnerInvoked) {
+      if (owner(h) == ctx_.rank()) ctx_.attend();
+      st = owner(h) == ctx_.rank() ? local_insert(h, key, value)
+                                   : slots_.template call<Status>(owner(h), [id = id_, h, key, value] { return on_insert(id, h, key, value); });
+    } else if (p == Policy::Cached) {
+      st = hash::insert(regions_[h.part], h.start, slots_.per(), key, value);
+    } else {
+      st = hash::insert(remotes_[h.part], h.start, slots_.per(), key, value);
     }
-    fail("objects: HashMap full (", capacity(), " buckets): insert refused");
+    router_.record(Op::HashInsert, level, p, t);
+    check(st, h);
   }
 
   std::optional<V> find(const K& key, Level level = Level::Atomic) {
     if (level == Level::PhasalInsert) fail("objects: HashMap find during an insert phase");
-    const size_t start = slot_of(key);
-    for (size_t probe = 0; probe < capacity(); ++probe) {
-      Bucket b = read_bucket((start + probe) % capacity(), level);
-      if (state_of(b.state) == kEmpty) return std::nullopt;
-      if (b.key == key) return b.value;
+    const hash::Home h = home_of(key);
+    bool timed = false;
+    const Policy p = router_.route(Op::HashFind, level, timed);
+    OpTimer t(timed);
+    Found f;
+    if (p == Policy::OwnerInvoked) {
+      if (owner(h) == ctx_.rank()) ctx_.attend();
+      f = owner(h) == ctx_.rank() ? local_find(h, key, level)
+                                  : slots_.template call<Found>(owner(h), [id = id_, h, key, level] { return on_find(id, h, key, level); });
+    } else if (p == Policy::Cached) {
+      f = hash::find<RegionSlots<E>, K, V>(regions_[h.part], h.start, slots_.per(), key, level);
+    } else {
+      f = hash::find<RemoteSlots<E>, K, V>(remotes_[h.part], h.start, slots_.per(), key, level);
     }
-    return std::nullopt;
+    router_.record(Op::HashFind, level, p, t);
+    check(f.status, h);
+    return f.found ? std::optional<V>(f.value) : std::nullopt;
   }
 
-  // Many finds with their first probes in flight at once (the rest one at a time).
-  // Under Level::Atomic each find needs its seqlock's three round trips in order: they run one
-  // key at a time.
+  // Many inserts at once (docs/objects.md, "Batches"): OneSided keeps their claims and writes in
+  // flight together; OwnerInvoked sends each owner one call carrying its entries.
+  void insert_many(std::span<const std::pair<K, V>> items, Level level = Level::Atomic) {
+    if (level == Level::PhasalFind) fail("objects: HashMap insert during a find phase");
+    std::vector<hash::Home> homes(items.size());
+    std::vector<E> entries(items.size());
+    for (size_t k = 0; k < items.size(); ++k) homes[k] = home_of(items[k].first), entries[k] = E{items[k].first, items[k].second};
+    const Policy p = router_.route_batch(Op::HashInsert, level, items.size());
+    Status st;
+    if (p == Policy::OwnerInvoked) st = invoked_insert_many(homes, entries);
+    else if (p == Policy::Cached) st = hash::insert_many<decltype(region_of()), K, V>(region_of(), homes, entries, slots_.per());
+    else st = hash::insert_many<decltype(remote_of()), K, V>(remote_of(), homes, entries, slots_.per());
+    check(st, homes.empty() ? hash::Home{0, 0} : homes[0]);
+  }
+
+  // Many finds at once: OneSided and Cached keep every first probe's reads in flight together;
+  // OwnerInvoked sends each owner one call with its keys and the results come back by one put.
   std::vector<std::optional<V>> find_many(std::span<const K> keys, Level level = Level::Atomic) {
+    if (level == Level::PhasalInsert) fail("objects: HashMap find during an insert phase");
+    std::vector<hash::Home> homes(keys.size());
+    for (size_t k = 0; k < keys.size(); ++k) homes[k] = home_of(keys[k]);
+    std::vector<Found> found(keys.size());
+    const Policy p = router_.route_batch(Op::HashFind, level, keys.size());
+    Status st;
+    if (p == Policy::OwnerInvoked) st = invoked_find_many(homes, keys, level, found);
+    else if (p == Policy::Cached) st = hash::find_many<decltype(region_of()), K, V>(region_of(), homes, keys, slots_.per(), level, found);
+    else st = hash::find_many<decltype(remote_of()), K, V>(remote_of(), homes, keys, slots_.per(), level, found);
+    check(st, homes.empty() ? hash::Home{0, 0} : homes[0]);
     std::vector<std::optional<V>> out(keys.size());
-    if (level != Level::PhasalFind) {
-      for (size_t k = 0; k < keys.size(); ++k) out[k] = find(keys[k], level);
-      return out;
-    }
-    std::vector<Bucket> first(keys.size());
-    for (size_t k = 0; k < keys.size(); ++k) ep_.rget_async(buckets_.ptr(slot_of(keys[k])), &first[k], 1);
-    ep_.flush();
-    for (size_t k = 0; k < keys.size(); ++k) {
-      const Bucket& b = first[k];
-      if (state_of(b.state) == kEmpty) continue;
-      if (b.key == keys[k]) out[k] = b.value;
-      else out[k] = find(keys[k], level);
-    }
+    for (size_t k = 0; k < keys.size(); ++k)
+      if (found[k].found) out[k] = found[k].value;
     return out;
   }
 
  private:
-  static constexpr uint64_t kEmpty = 0, kBusy = 1, kReady = 2;
-  struct Bucket {
-    uint64_t state;
-    K key;
-    V value;
-  };
-  static_assert(std::is_standard_layout_v<Bucket>, "HashMap: keys and values must be standard-layout types");
-  static constexpr size_t kKeyOffset = offsetof(Bucket, key);
-  static uint64_t state_of(uint64_t w) { return w & 3; }
-  static uint64_t version_of(uint64_t w) { return w >> 2; }
+  static std::vector<int> all_ranks(Context& ctx) {
+    std::vector<int> r(static_cast<size_t>(ctx.size()));
+    for (int i = 0; i < ctx.size(); ++i) r[static_cast<size_t>(i)] = i;
+    return r;
+  }
 
-  size_t slot_of(const K& key) const { return Hash{}(key) % capacity(); }
-  GlobalPtr<uint64_t> state_ptr(size_t i) const { return buckets_.ptr(i).template as<uint64_t>(); }
+  hash::Home home_of(const K& key) const {
+    uint64_t h = static_cast<uint64_t>(Hash{}(key));
+    // A mixer (splitmix64's finalizer): std::hash of an integer is the integer, and keys that are
+    // multiples of the process count would all land in one part. Part and start come from the
+    // high halves of two products (no division on the path).
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    auto scale = [](uint64_t x, size_t n) { return static_cast<size_t>((static_cast<unsigned __int128>(x) * n) >> 64); };
+    return hash::Home{scale(h, slots_.parts()), scale(h * 0x9e3779b97f4a7c15ULL, slots_.per())};
+  }
+  int owner(hash::Home h) const { return slots_.owner(h.part); }
+  auto remote_of() {
+    return [this](size_t part) -> RemoteSlots<E>& { return remotes_[part]; };
+  }
+  auto region_of() {
+    return [this](size_t part) -> RegionSlots<E>& { return regions_[part]; };
+  }
 
-  // Claims bucket i for key (Empty, or Ready with key), writes it and publishes it. False if the
-  // bucket holds another key.
-  bool try_insert_at(size_t i, const K& key, const V& value) {
-    const GlobalPtr<uint64_t> sp = state_ptr(i);
-    uint64_t seen = kEmpty;  // the likely state: the claiming CAS doubles as the first read
-    for (;;) {
-      if (state_of(seen) == kBusy) {  // a writer holds it: its key decides
-        seen = ep_.atomic_load(sp);
-        continue;
-      }
-      if (state_of(seen) == kReady && read_bucket(i, Level::Atomic).key != key) return false;
-      const uint64_t old = ep_.compare_swap(sp, seen, (version_of(seen) << 2) | kBusy);
-      if (old != seen) {
-        seen = old;
-        continue;
-      }
-      const Bucket b{0, key, value};
-      const GlobalPtr<std::byte> at = buckets_.ptr(i).template as<std::byte>() + kKeyOffset;
-      ep_.put_bytes(at.rank(), at.address(), reinterpret_cast<const std::byte*>(&b) + kKeyOffset, sizeof(Bucket) - kKeyOffset);
-      // Only the holder changes a Busy word.
-      const uint64_t busy = (version_of(seen) << 2) | kBusy;
-      if (ep_.compare_swap(sp, busy, ((version_of(seen) + 1) << 2) | kReady) != busy)
-        fail("objects: HashMap bucket ", i, " changed while this process held it (corrupt)");
-      return true;
+
+
+  // ---- the owner's side of shipped operations (never throw: the caller waits for a reply)
+  Status local_insert(hash::Home h, const K& key, const V& value) {
+    LocalSlots<E> s = slots_.local(h.part);
+    return hash::insert(s, h.start, slots_.per(), key, value);
+  }
+  Found local_find(hash::Home h, const K& key, Level level) {
+    LocalSlots<E> s = slots_.local(h.part);
+    return hash::find<LocalSlots<E>, K, V>(s, h.start, slots_.per(), key, level);
+  }
+  static HashMap* at_owner(uint32_t id) noexcept {
+    try {
+      return Context::current().object<HashMap>(id);
+    } catch (...) {
+      return nullptr;
+    }
+  }
+  static bool mine(HashMap* m, hash::Home h) noexcept { return m != nullptr && h.part < m->slots_.parts() && m->owner(h) == m->ctx_.rank(); }
+  static Status on_insert(uint32_t id, hash::Home h, const K& key, const V& value) noexcept {
+    HashMap* m = at_owner(id);
+    return mine(m, h) ? m->local_insert(h, key, value) : Status::NoObject;
+  }
+  static Found on_find(uint32_t id, hash::Home h, const K& key, Level level) noexcept {
+    HashMap* m = at_owner(id);
+    return mine(m, h) ? m->local_find(h, key, level) : Found{Status::NoObject, false, V{}};
+  }
+  static void on_insert_batch(uint32_t id, GlobalPtr<uint64_t> status, std::span<std::byte> bytes) noexcept;
+  static void on_find_batch(uint32_t id, Level level, GlobalPtr<Found> out, std::span<std::byte> bytes) noexcept;
+
+  Status invoked_insert_many(std::span<const hash::Home> homes, std::span<const E> entries);
+  Status invoked_find_many(std::span<const hash::Home> homes, std::span<const K> keys, Level level, std::span<Found> out);
+
+  void check(Status st, hash::Home h) const {
+    switch (st) {
+      case Status::Ok: return;
+      case Status::Full: fail("objects: HashMap full: the part at rank ", owner(h), " (", slots_.per(), " buckets) has no free bucket; insert refused");
+      case Status::WrongPhase: fail("objects: HashMap find in a find phase met a bucket being written (an insert ran during the phase)");
+      case Status::Corrupt: fail("objects: HashMap bucket changed while this process held it (corrupt memory)");
+      case Status::NoObject: fail("objects: rank ", owner(h), " has no such HashMap (was it made by every process?)");
     }
   }
 
-  // A whole bucket: under Atomic, read again until its state word is the same (and not Busy)
-  // before and after the read.
-  Bucket read_bucket(size_t i, Level level) {
-    if (level == Level::PhasalFind) return ep_.rget(buckets_.ptr(i));
-    for (;;) {
-      const uint64_t before = ep_.atomic_load(state_ptr(i));
-      if (state_of(before) == kBusy) continue;
-      Bucket b = ep_.rget(buckets_.ptr(i));
-      if (ep_.atomic_load(state_ptr(i)) != before) continue;
-      b.state = before;
-      return b;
-    }
-  }
-
-  Endpoint& ep_;
-  DistributedArray<Bucket> buckets_;
+  Context& ctx_;
+  Router router_;
+  SlotArray<E> slots_;
+  std::vector<RemoteSlots<E>> remotes_;
+  std::vector<RegionSlots<E>> regions_;
+  uint32_t id_ = 0;
 };
 
 }  // namespace loom::objects
+
+#include "objects/hash_map_batches.hpp"

@@ -1,119 +1,179 @@
 #pragma once
-// A bounded distributed queue, one-sided (seed 001 section III; docs/objects.md, "Queue"): a
-// circular array of slots at one host process, pushed and popped by any process with fabric
-// operations only (no CPU at the host). The algorithm is a bounded multi-producer,
-// multi-consumer array queue with a sequence word per slot: slot i starts with sequence i; a
-// push at position p claims it when the slot's sequence is p (CAS of the tail p -> p+1), writes
-// the value, then publishes sequence p+1; a pop at position p takes the slot when its sequence
-// is p+1 (CAS of the head), reads the value, then frees the slot for the next lap with sequence
-// p+capacity. Each step is completed before the next is posted, so the value is in place before
-// its sequence says so, and read before the slot is given back.
+// A bounded distributed queue at one host process under a policy chosen per object (seed 001
+// section III; docs/objects.md, "Queue"). The operations (objects/queue_ops.hpp) are written once
+// and reach the slots as the policy says: fabric operations (OneSided), shipped to the host
+// (OwnerInvoked), or on the local copy of a region (Cached); Auto picks by the cost model.
+// Levels: Atomic (pushes and pops at once), PhasalPush (only pushes until a barrier),
+// PhasalPop (only pops until a barrier).
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
-#include <type_traits>
+#include <span>
+#include <vector>
 
-#include "dsm/common/error.hpp"
-#include "objects/endpoint.hpp"
+#include "objects/router.hpp"
+#include "objects/queue_ops.hpp"
+#include "objects/slot_array.hpp"
 
 namespace loom::objects {
 
 template <typename T>
 class Queue {
-  static_assert(std::is_trivially_copyable_v<T> && std::is_standard_layout_v<T>, "Queue: values travel as bytes");
+  static_assert(kSlotPayload<T>, "Queue: values travel as bytes (trivially copyable, standard layout, alignment <= 8)");
+  using Status = queue::Status;
+  using Popped = queue::Popped<T>;
 
  public:
-  // Collective: every process passes the same host and capacity (checked).
-  Queue(Endpoint& ep, int host, size_t capacity) : ep_(ep), host_(host), cap_(capacity) {
-    Runtime& rt = ep.runtime();
-    if (host < 0 || host >= rt.size()) fail("objects: Queue host rank ", host, " is not in 0..", rt.size() - 1);
-    if (capacity == 0) fail("objects: Queue of capacity 0");
-    const Shape mine{static_cast<uint64_t>(host), static_cast<uint64_t>(capacity)};
-    for (const Shape& s : rt.bootstrap().allgather_value(mine))
-      if (s.host != mine.host || s.capacity != mine.capacity)
-        fail("objects: Queue made with different hosts or capacities by different processes");
-    if (rt.rank() == host) {
-      base_ = ep.allocate<std::byte>(host, kSlots + capacity * sizeof(Slot));
-      auto* words = base_.template as<uint64_t>().local();
-      words[0] = words[1] = 0;  // head, tail
-      Slot* slots = reinterpret_cast<Slot*>(base_.local() + kSlots);
-      for (size_t i = 0; i < capacity; ++i) slots[i].seq = i;
-    }
-    base_ = rt.bootstrap().allgather_value(base_)[static_cast<size_t>(host)];
-    rt.barrier();
+  // Collective: every process passes the same host, capacity and policy (checked).
+  Queue(Context& ctx, int host, size_t capacity, Policy policy = Policy::OneSided, Workload workload = {})
+      : ctx_(ctx),
+        router_(ctx, policy, Op::QueuePush, Op::QueuePop, workload),
+        slots_(ctx, {host}, capacity, router_.placement() == Policy::Cached, [](size_t i) { return static_cast<uint64_t>(i); }) {
+    if (router_.placement() == Policy::Cached) region_.emplace(slots_.region(0));
+    else remote_.emplace(slots_.remote(0));
+    id_ = ctx.attach(this, typeid(Queue));
   }
-  // Collective: the memory goes once nobody uses it.
+  // Collective.
   ~Queue() {
-    ep_.runtime().barrier();
-    if (ep_.runtime().rank() == host_) ep_.deallocate(base_);
+    ctx_.process_barrier();
+    ctx_.detach(id_);
   }
   Queue(const Queue&) = delete;
   Queue& operator=(const Queue&) = delete;
 
-  size_t capacity() const { return cap_; }
+  size_t capacity() const { return slots_.per(); }
+  int host() const { return slots_.owner(0); }
+  Policy policy() const { return router_.policy(); }
+  Policy placement() const { return router_.placement(); }
+  Policy current(Op op, Level l) const { return router_.current(op, l); }
+  const Chooser* chooser() const { return router_.chooser(); }
 
   // False when the queue is full (nothing is changed).
-  bool try_push(const T& v) {
-    uint64_t pos = ep_.atomic_load(head_tail(1));
-    for (;;) {
-      const uint64_t seq = ep_.atomic_load(seq_of(pos));
-      if (seq == pos) {
-        const uint64_t old = ep_.compare_swap(head_tail(1), pos, pos + 1);
-        if (old != pos) {
-          pos = old;
-          continue;
-        }
-        ep_.rput(value_of(pos), v);
-        publish(pos, pos, pos + 1);
-        return true;
-      }
-      if (seq < pos) return false;  // the slot still holds the value of the lap before: full
-      pos = ep_.atomic_load(head_tail(1));
+  bool try_push(const T& v, Level level = Level::Atomic) {
+    if (level == Level::PhasalPop) fail("objects: Queue push during a pop phase");
+    bool timed = false;
+    const Policy p = router_.route(Op::QueuePush, level, timed);
+    OpTimer t(timed);
+    Status st;
+    if (p == Policy::OwnerInvoked) {
+      if (host() == ctx_.rank()) ctx_.attend();
+      st = host() == ctx_.rank() ? local_push(v, level) : slots_.template call<Status>(host(), [id = id_, v, level] { return on_push(id, v, level); });
+    } else if (p == Policy::Cached) {
+      st = push_on(*region_, v, level);
+    } else {
+      st = push_on(*remote_, v, level);
     }
+    router_.record(Op::QueuePush, level, p, t);
+    check(st);
+    return st == Status::Ok;
   }
+
   // Empty: nullopt.
-  std::optional<T> try_pop() {
-    uint64_t pos = ep_.atomic_load(head_tail(0));
-    for (;;) {
-      const uint64_t seq = ep_.atomic_load(seq_of(pos));
-      if (seq == pos + 1) {
-        const uint64_t old = ep_.compare_swap(head_tail(0), pos, pos + 1);
-        if (old != pos) {
-          pos = old;
-          continue;
-        }
-        const T v = ep_.rget(value_of(pos));
-        publish(pos, pos + 1, pos + cap_);
-        return v;
-      }
-      if (seq < pos + 1) return std::nullopt;  // not yet pushed: empty
-      pos = ep_.atomic_load(head_tail(0));
+  std::optional<T> try_pop(Level level = Level::Atomic) {
+    if (level == Level::PhasalPush) fail("objects: Queue pop during a push phase");
+    bool timed = false;
+    const Policy p = router_.route(Op::QueuePop, level, timed);
+    OpTimer t(timed);
+    Popped r;
+    if (p == Policy::OwnerInvoked) {
+      if (host() == ctx_.rank()) ctx_.attend();
+      r = host() == ctx_.rank() ? local_pop(level) : slots_.template call<Popped>(host(), [id = id_, level] { return on_pop(id, level); });
+    } else if (p == Policy::Cached) {
+      r = pop_on(*region_, level);
+    } else {
+      r = pop_on(*remote_, level);
     }
+    router_.record(Op::QueuePop, level, p, t);
+    check(r.status);
+    return r.status == Status::Ok ? std::optional<T>(r.value) : std::nullopt;
   }
+
+  // Pushes a prefix of `values` (all of them unless the queue fills); returns how many.
+  // Phasal: one claim for the run and one or two transfers (OneSided, Cached); OwnerInvoked: the
+  // values travel to the host in one call per piece. Atomic: one at a time, in order.
+  size_t push_many(std::span<const T> values, Level level = Level::Atomic);
+  // Pops up to n values (fewer when the queue empties), in queue order.
+  std::vector<T> pop_many(size_t n, Level level = Level::Atomic);
 
  private:
-  struct Slot {
-    uint64_t seq;
-    T value;
-  };
-  struct Shape {  // what every process must agree on
-    uint64_t host, capacity;
-  };
-  static constexpr size_t kSlots = 64;  // head and tail words, then the slots on their own line
 
-  GlobalPtr<uint64_t> head_tail(int which) const { return base_.template as<uint64_t>() + which; }
-  GlobalPtr<std::byte> slot(uint64_t pos) const { return base_ + static_cast<std::ptrdiff_t>(kSlots + (pos % cap_) * sizeof(Slot)); }
-  GlobalPtr<uint64_t> seq_of(uint64_t pos) const { return slot(pos).template as<uint64_t>(); }
-  GlobalPtr<T> value_of(uint64_t pos) const { return (slot(pos) + static_cast<std::ptrdiff_t>(offsetof(Slot, value))).template as<T>(); }
-  // Only the slot's holder changes its sequence between these values.
-  void publish(uint64_t pos, uint64_t from, uint64_t to) {
-    if (ep_.compare_swap(seq_of(pos), from, to) != from) fail("objects: Queue slot ", pos % cap_, " changed while held (corrupt)");
+  template <typename S>
+  Status push_on(S& s, const T& v, Level level) {
+    if (level == Level::Atomic) {
+      uint64_t hint = tail_hint_.load(std::memory_order_relaxed);
+      const Status st = queue::push_atomic(s, capacity(), v, hint);
+      tail_hint_.store(hint, std::memory_order_relaxed);
+      return st;
+    }
+    uint64_t seen = head_seen_.load(std::memory_order_relaxed);
+    const Status st = queue::push_phasal(s, capacity(), v, seen);
+    head_seen_.store(seen, std::memory_order_relaxed);  // a lower bound of the head: any value is safe
+    return st;
+  }
+  template <typename S>
+  Popped pop_on(S& s, Level level) {
+    if (level == Level::Atomic) {
+      uint64_t hint = head_hint_.load(std::memory_order_relaxed);
+      const Popped r = queue::pop_atomic<S, T>(s, capacity(), hint);
+      head_hint_.store(hint, std::memory_order_relaxed);
+      return r;
+    }
+    uint64_t seen = tail_seen_.load(std::memory_order_relaxed);
+    const Popped r = queue::pop_phasal<S, T>(s, capacity(), seen);
+    tail_seen_.store(seen, std::memory_order_relaxed);
+    return r;
   }
 
-  Endpoint& ep_;
-  int host_;
-  size_t cap_;
-  GlobalPtr<std::byte> base_;
+
+  // ---- the host's side of shipped operations (never throw: the caller waits for a reply)
+  Status local_push(const T& v, Level level) {
+    LocalSlots<T> s = slots_.local(0);
+    return push_on(s, v, level);
+  }
+  Popped local_pop(Level level) {
+    LocalSlots<T> s = slots_.local(0);
+    return pop_on(s, level);
+  }
+  static Queue* at_host(uint32_t id) noexcept {
+    try {
+      Queue* q = Context::current().object<Queue>(id);
+      return q->host() == q->ctx_.rank() ? q : nullptr;
+    } catch (...) {
+      return nullptr;
+    }
+  }
+  static Status on_push(uint32_t id, const T& v, Level level) noexcept {
+    Queue* q = at_host(id);
+    return q != nullptr ? q->local_push(v, level) : Status::NoObject;
+  }
+  static Popped on_pop(uint32_t id, Level level) noexcept {
+    Queue* q = at_host(id);
+    return q != nullptr ? q->local_pop(level) : Popped{Status::NoObject, T{}};
+  }
+  static void on_push_many(uint32_t id, Level level, GlobalPtr<uint64_t> done, std::span<std::byte> bytes) noexcept;
+  static void on_pop_many(uint32_t id, Level level, uint64_t n, GlobalPtr<uint64_t> count, GlobalPtr<T> out) noexcept;
+
+  void check(Status st) const {
+    switch (st) {
+      case Status::Ok: case Status::Full: case Status::Empty: return;
+      case Status::WrongPhase: fail("objects: Queue pop in a pop phase met a slot not yet published (a push ran during the phase)");
+      case Status::Corrupt: fail("objects: Queue slot changed while held, or a cached copy older than its sequence (corrupt memory, or a coherence fault)");
+      case Status::NoObject: fail("objects: rank ", host(), " has no such Queue (was it made by every process?)");
+    }
+  }
+
+  Context& ctx_;
+  Router router_;
+  SlotArray<T> slots_;
+  std::optional<RemoteSlots<T>> remote_;
+  std::optional<RegionSlots<T>> region_;
+  std::atomic<uint64_t> head_seen_{0}, tail_seen_{0};  // lower bounds, for the phasal levels
+  std::atomic<uint64_t> head_hint_{0}, tail_hint_{0};  // where the counters last were (atomic level)
+  uint32_t id_ = 0;
 };
 
 }  // namespace loom::objects
+
+#include "objects/queue_batches.hpp"

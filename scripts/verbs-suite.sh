@@ -16,7 +16,8 @@ export LOOM_TEST_DSM_PROGRAMS=${LOOM_TEST_DSM_PROGRAMS:-200}
 [ -n "${RXE_GID_INDEX:-}" ] && export LOOM_VERBS_GID_INDEX=$RXE_GID_INDEX
 passed=0
 failed=0
-for t in fabric fabric-st service transmitter invoke coherence; do
+# VERBS_SUITES picks suites (default: all of them).
+for t in ${VERBS_SUITES:-fabric fabric-st service transmitter invoke coherence objects}; do
   threads=1
   bin=$t
   # fabric-st: the fabric suite on thread-domain QPs (QpCaps::single_thread).

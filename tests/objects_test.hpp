@@ -1,9 +1,14 @@
 #pragma once
-// The fixture of the objects/ suites: one Endpoint per test, made and destroyed collectively.
+// The fixtures of the objects/ suites: one Endpoint per test (global pointers), or one Context
+// per suite with the container's policy as the test parameter (containers).
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <string>
+#include <thread>
+#include <vector>
 
+#include "objects/context.hpp"
 #include "objects/endpoint.hpp"
 #include "tests/mp_test.hpp"
 
@@ -20,5 +25,33 @@ class WithEndpoint : public ::testing::Test {
  private:
   std::optional<objects::Endpoint> ep_;
 };
+
+// Containers under every policy: Policies/HashMaps.X/onesided, .../invoked, .../cached, .../auto.
+class WithContext : public ::testing::TestWithParam<objects::Policy> {
+ protected:
+  static void SetUpTestSuite() { ctx_ = new objects::Context(rt()); }
+  static void TearDownTestSuite() {
+    delete ctx_;
+    ctx_ = nullptr;
+  }
+  static objects::Context& ctx() { return *ctx_; }
+  static objects::Policy policy() { return GetParam(); }
+  static int me() { return rt().rank(); }
+  static int np() { return rt().size(); }
+  static int threads() { return rt().threads_per_process(); }
+  // f(t) on every worker thread of this process (loomrun --threads), t = 0 on this one.
+  template <typename F>
+  static void on_every_thread(F f) {
+    std::vector<std::thread> ts;
+    for (int t = 1; t < threads(); ++t) ts.push_back(rt().spawn_at(t, "objects-test-" + std::to_string(t), [&f, t] { f(t); }));
+    f(0);
+    for (auto& t : ts) t.join();
+  }
+
+ private:
+  static inline objects::Context* ctx_ = nullptr;
+};
+
+inline std::string policy_name(const ::testing::TestParamInfo<objects::Policy>& info) { return std::string(objects::name(info.param)); }
 
 }  // namespace loom::test

@@ -4,7 +4,10 @@
 // errors for plain access and for words outside atomic blocks.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
+#include <thread>
+#include <vector>
 
 #include "coherence/space.hpp"
 #include "dsm/common/error.hpp"
@@ -101,6 +104,47 @@ TEST_P(RegionAtomics, WordsOfOneProcessArenaNeedNoCollective) {
   s.barrier();
   EXPECT_EQ(s.atomic_ref(&w[5]).load(), 2u * static_cast<uint64_t>(np()));
   s.barrier();
+  s.destroy_region(r);
+}
+
+// Every thread of every process publishes versions of its own word of plain data (words of
+// several threads share blocks) with a release of its atomic word, and reads the others' after
+// acquiring theirs: the data is never older than the word. A fetch one thread ran while another
+// thread's acquire raised the lease floor (and passed the block by, invalid then) once installed
+// a copy whose lease ended below the new floor, and later acquires, finding nothing new, kept
+// it: readers saw data older than the word (a queue in a region popped values out of order).
+TEST_P(RegionAtomics, AFetchRacingAnotherThreadsAcquireLeavesNoStaleCopy) {
+  const int threads = rt().threads_per_process();
+  if (threads < 2 || np() < 2) GTEST_SKIP() << "run with 2 processes and --threads 2 (ctest coherence.threads.*)";
+  Space& s = space();
+  auto& r = s.create_region(1 << 20, 4096, 0);
+  const int writers = np() * threads;
+  uint64_t* words = s.new_atomic_words(r, static_cast<size_t>(writers));
+  auto* data = r.new_array<uint64_t>(2 * 512);  // a writer's word at 16-byte steps over two blocks
+  auto slot = [&](int g) { return &data[(static_cast<size_t>(g) * 2 * 512 / static_cast<size_t>(writers) + static_cast<size_t>(g)) % (2 * 512)]; };
+  rt().barrier();  // (the Space's barrier waits for every thread)
+  constexpr uint64_t kVersions = 400;
+  std::atomic<int> stale{0};
+  auto work = [&](int t) {
+    const int g = me() * threads + t;
+    for (uint64_t v = 1; v <= kVersions; ++v) {
+      *s.writing(slot(g)) = v;
+      s.atomic_ref(&words[g]).store(v, Order::Release);
+      for (int k = 1; k < writers; k += 2) {
+        const int o = (g + k) % writers;
+        const uint64_t seen = s.atomic_ref(&words[o]).load(Order::Acquire);
+        // A relaxed word load: another thread of this process may be refreshing the block.
+        const uint64_t* d = s.reading(slot(o));
+        if (std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(d)).load(std::memory_order_relaxed) < seen) stale.fetch_add(1);
+      }
+    }
+    s.barrier();
+  };
+  std::vector<std::thread> ts;
+  for (int t = 1; t < threads; ++t) ts.push_back(rt().spawn_at(t, "coherence-test", [&, t] { work(t); }));
+  work(0);
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(stale.load(), 0) << "reads of data older than the word acquired";
   s.destroy_region(r);
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "coherence/settings.hpp"
+#include "objects/settings.hpp"
 #include "dsm/common/dsm_settings.hpp"
 #include "dsm/common/error.hpp"
 #include "invoke/settings.hpp"
@@ -24,7 +25,7 @@ using loom::settings::Type;
 namespace {
 
 const Table kTables[] = {loom::settings::dsm::kTable, loom::invoke::settings::kTable, loom::coherence::settings::kTable,
-                         loom::test_settings::kTable};
+                         loom::objects::settings::kTable, loom::test_settings::kTable};
 
 std::vector<const Setting*> all_settings() {
   std::vector<const Setting*> v;

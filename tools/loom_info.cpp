@@ -14,6 +14,7 @@
 #include "dsm/fabric/fabric.hpp"
 #include "dsm/region/write_tracking.hpp"
 #include "invoke/settings.hpp"
+#include "objects/settings.hpp"
 #ifdef LOOM_HAVE_VERBS
 #include "dsm/fabric/verbs/verbs_provider.hpp"
 #endif
@@ -23,7 +24,8 @@ namespace {
 using loom::settings::Setting;
 using loom::settings::Table;
 
-constexpr Table kTables[] = {loom::settings::dsm::kTable, loom::invoke::settings::kTable, loom::coherence::settings::kTable};
+constexpr Table kTables[] = {loom::settings::dsm::kTable, loom::invoke::settings::kTable, loom::coherence::settings::kTable,
+                             loom::objects::settings::kTable};
 
 // Every setting of every layer with the value in effect; a malformed value is shown with the
 // error a program would stop with. LOOM_* variables no table declares are named.

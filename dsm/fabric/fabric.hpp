@@ -203,6 +203,11 @@ struct ProviderInfo {
   uint32_t max_qp_depth = 0;
   uint32_t max_inline = 0;
   uint32_t max_message = 0;
+  // Whether the fabric's atomics on a word are atomic with the target CPU's own atomics on it
+  // (shm: they are the CPU's; verbs: only with IBV_ATOMIC_GLOB). Where not, a process that
+  // mixes its own atomics with peers' fabric atomics on one word must send its own through the
+  // fabric too (objects/slots.hpp, LocalSlots).
+  bool cpu_atomics = false;
   std::string description;
 };
 

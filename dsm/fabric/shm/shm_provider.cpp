@@ -60,6 +60,7 @@ ShmProvider::ShmProvider(const ProviderContext& ctx) : ctx_(ctx), qps_(new std::
   info_.max_qp_depth = 1u << 16;
   info_.max_inline = kMaxInline;
   info_.max_message = 1u << 30;
+  info_.cpu_atomics = true;  // a fabric atomic is the CPU's own on the mapped word
   info_.description = "shared memory between processes on one host (" + ctx.job_dir + ")";
 }
 

@@ -63,6 +63,7 @@ VerbsProvider::VerbsProvider(const ProviderContext& ctx) : pctx_(ctx) {
   info_.max_qp_depth = static_cast<uint32_t>(da.max_qp_wr);
   info_.max_inline = 64;
   info_.max_message = pa.max_msg_sz;
+  info_.cpu_atomics = da.atomic_cap == IBV_ATOMIC_GLOB;
   info_.description = dev->name + " port " + std::to_string(port) + " (" +
                       (pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand") + ", gid index " +
                       std::to_string(gid_index_) + " " + gid_string(gid_) + ", lid " + std::to_string(lid_) + ")";

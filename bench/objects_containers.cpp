@@ -1,0 +1,225 @@
+// bench_objects' container rows: rank 0 operates on data owned by rank 1 (a HashMap's keys whose
+// part is rank 1's, a Queue hosted at rank 1) while the others serve calls in the Context's
+// barrier; the mixed workload runs on every process at once.
+#include "bench/objects_containers.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+
+#include "objects/calibrate.hpp"
+#include "objects/hash_map.hpp"
+#include "objects/queue.hpp"
+
+namespace loom::bench {
+
+using objects::Level;
+using objects::Op;
+using objects::Policy;
+
+namespace {
+
+std::string variant(Op op, Policy p, Level l) {
+  return std::string(objects::name(op)) + "/" + std::string(objects::name(p)) + "/" + std::string(objects::name(l));
+}
+
+// Microseconds per call of f(i), i in [0, n): the median of five consecutive fifths, so that a
+// moment the process lost its core moves no row.
+template <typename F>
+double us_each(size_t n, F&& f) {
+  constexpr size_t kParts = 5;
+  std::vector<double> t;
+  for (size_t part = 0; part < kParts; ++part) {
+    const size_t first = n * part / kParts, last = n * (part + 1) / kParts;
+    if (first == last) continue;
+    const auto t0 = clk::now();
+    for (size_t i = first; i < last; ++i) f(i);
+    t.push_back(seconds_since(t0) / static_cast<double>(last - first) * 1e6);
+  }
+  return median(t);
+}
+
+struct Cell {
+  Op op;
+  Policy p;
+  Level l;
+  size_t batch;
+  double us;
+};
+
+void add(std::vector<Row>& rows, const objects::Components& c, const Cell& x) {
+  const std::string v = variant(x.op, x.p, x.l);
+  rows.push_back({v, x.batch, "us", x.us, "us"});
+  rows.push_back({v, x.batch, "ops_per_s", 1e6 / x.us, "ops/s"});
+  rows.push_back({v, x.batch, "model_us", objects::predict(c, x.op, x.p, x.l, x.batch), "us"});
+}
+
+// The rows are best cases, as the model's predictions are (no collision, no contention): a
+// HashMap's timed inserts go to fresh buckets (their lines last written by the owner when it made
+// them: one miss each, which the model counts), its finds to buckets this process wrote; a
+// Queue's timed passes run on slots and counters this process touched just before. The mixed
+// workload has collisions, contention and lines moving between processes.
+void hash_cells(objects::Context& ctx, Policy p, const ContainerOptions& o, std::vector<Cell>& out) {
+  const size_t n = static_cast<size_t>(o.iters);
+  objects::HashMap<uint64_t, uint64_t> m(ctx, 16 * n * static_cast<size_t>(ctx.size()), p);
+  std::vector<uint64_t> keys;  // keys whose part is rank 1's
+  for (uint64_t k = 1; keys.size() < 4 * n; ++k)
+    if (m.owner_of(k) == 1 % ctx.size()) keys.push_back(k);
+  const std::span<const uint64_t> a(keys.data(), n), b(keys.data() + n, n), batched(keys.data() + 2 * n, n), other(keys.data() + 3 * n, n);
+  uint64_t sink = 0;
+  if (ctx.rank() == 0) {
+    // First uses left out (queue pairs, channels, return slots, this process's mappings of the
+    // part's pages), through keys of their own: the timed keys' buckets stay fresh.
+    for (uint64_t k : other) m.insert(k, k);
+    for (uint64_t k : other) sink += m.find(k).value_or(0);
+    out.push_back({Op::HashInsert, p, Level::Atomic, 1, us_each(n, [&](size_t i) { m.insert(a[i], a[i]); })});
+    out.push_back({Op::HashInsert, p, Level::PhasalInsert, 1, us_each(n, [&](size_t i) { m.insert(b[i], b[i], Level::PhasalInsert); })});
+  }
+  ctx.barrier();
+  if (ctx.rank() == 0) {
+    out.push_back({Op::HashFind, p, Level::Atomic, 1, us_each(n, [&](size_t i) { sink += m.find(a[i]).value_or(0); })});
+    out.push_back({Op::HashFind, p, Level::PhasalFind, 1, us_each(n, [&](size_t i) { sink += m.find(b[i], Level::PhasalFind).value_or(0); })});
+    std::vector<std::pair<uint64_t, uint64_t>> items;
+    for (uint64_t k : batched) items.emplace_back(k, k);
+    const size_t nb = n / o.batch;
+    out.push_back({Op::HashInsert, p, Level::Atomic, o.batch, us_each(nb, [&](size_t i) {
+                     m.insert_many(std::span(items).subspan(i * o.batch, o.batch));
+                   }) / static_cast<double>(o.batch)});
+  }
+  ctx.barrier();
+  if (ctx.rank() == 0) {
+    const size_t nb = n / o.batch;
+    for (Level l : {Level::Atomic, Level::PhasalFind})
+      out.push_back({Op::HashFind, p, l, o.batch, us_each(nb, [&](size_t i) {
+                       for (auto& v : m.find_many(batched.subspan(i * o.batch, o.batch), l)) sink += v.value_or(0);
+                     }) / static_cast<double>(o.batch)});
+  }
+  if (sink == 42) std::printf(" ");
+}
+
+void queue_cells(objects::Context& ctx, Policy p, const ContainerOptions& o, std::vector<Cell>& out) {
+  const size_t n = static_cast<size_t>(o.iters);
+  objects::Queue<uint64_t> q(ctx, 1 % ctx.size(), n, p);
+  uint64_t sink = 0;
+  auto phase = [&](auto&& f) {
+    if (ctx.rank() == 0) f();
+    ctx.barrier();
+  };
+  phase([&] {  // a pass over every slot first: first uses and other processes' cache lines left out
+    for (size_t i = 0; i < n; ++i) q.try_push(i);
+    for (size_t i = 0; i < n; ++i) sink += q.try_pop().value_or(0);
+  });
+  phase([&] { out.push_back({Op::QueuePush, p, Level::Atomic, 1, us_each(n, [&](size_t i) { q.try_push(i); })}); });
+  phase([&] { out.push_back({Op::QueuePop, p, Level::Atomic, 1, us_each(n, [&](size_t) { sink += q.try_pop().value_or(0); })}); });
+  phase([&] { out.push_back({Op::QueuePush, p, Level::PhasalPush, 1, us_each(n, [&](size_t i) { q.try_push(i, Level::PhasalPush); })}); });
+  phase([&] { out.push_back({Op::QueuePop, p, Level::PhasalPop, 1, us_each(n, [&](size_t) { sink += q.try_pop(Level::PhasalPop).value_or(0); })}); });
+  std::vector<uint64_t> vals(o.batch, 7);
+  const size_t nb = n / o.batch;
+  for (Level push : {Level::Atomic, Level::PhasalPush}) {
+    const Level pop = push == Level::Atomic ? Level::Atomic : Level::PhasalPop;
+    phase([&] { out.push_back({Op::QueuePush, p, push, o.batch, us_each(nb, [&](size_t) { q.push_many(vals, push); }) / static_cast<double>(o.batch)}); });
+    phase([&] {
+      out.push_back({Op::QueuePop, p, pop, o.batch, us_each(nb, [&](size_t) { sink += q.pop_many(o.batch, pop).size(); }) / static_cast<double>(o.batch)});
+    });
+  }
+  if (sink == 42) std::printf(" ");
+}
+
+}  // namespace
+
+// Each policy's rows are compared with components measured just before them: this machine's
+// speed drifts by 2x over seconds (a shared host), and a model is only as good as its inputs.
+void container_rows(objects::Context& ctx, const ContainerOptions& o, std::vector<Row>& rows) {
+  std::vector<std::pair<Cell, objects::Components>> cells;
+  for (Policy p : objects::kFixedPolicies) {
+    const objects::Components c = objects::measure_components(ctx, o.iters);
+    std::vector<Cell> mine;
+    hash_cells(ctx, p, o, mine);
+    queue_cells(ctx, p, o, mine);
+    for (const Cell& x : mine) cells.emplace_back(x, c);
+  }
+  if (ctx.rank() != 0) return;
+  std::printf("\ncontainers, rank 0 -> data at rank 1: us per operation (model: from components measured just before each policy's rows)\n");
+  std::printf("%-34s %6s %10s %10s %7s\n", "variant", "batch", "measured", "model", "ratio");
+  for (const auto& [x, c] : cells) {
+    add(rows, c, x);
+    const double model = objects::predict(c, x.op, x.p, x.l, x.batch);
+    std::printf("%-34s %6zu %10.3f %10.3f %7.2f\n", variant(x.op, x.p, x.l).c_str(), x.batch, x.us, model, x.us / model);
+  }
+}
+
+// 90% finds, 10% inserts (replacing) of keys spread over every part, on every process at once.
+// The machine's speed drifts over seconds, so the policies take turns in rounds (each round in
+// another order) and each rate is the median over rounds.
+void mixed_rows(objects::Context& ctx, const ContainerOptions& o, std::vector<Row>& rows) {
+  const size_t keys = 4096, rounds = 7, ops = static_cast<size_t>(o.iters) * 40;  // per process and round
+  const Policy policies[] = {Policy::OneSided, Policy::OwnerInvoked, Policy::Cached, Policy::Auto};
+  std::vector<std::unique_ptr<objects::HashMap<uint64_t, uint64_t>>> maps;
+  for (Policy p : policies) {
+    maps.push_back(std::make_unique<objects::HashMap<uint64_t, uint64_t>>(ctx, 4 * keys, p, objects::Workload{0.9, Level::Atomic}));
+    for (uint64_t k = static_cast<uint64_t>(ctx.rank()); k < keys; k += static_cast<uint64_t>(ctx.size())) maps.back()->insert(k, k);
+  }
+  ctx.barrier();
+  std::map<Policy, std::vector<double>> rates;
+  std::mt19937_64 rng(static_cast<uint64_t>(ctx.rank()) * 7919 + 1);
+  uint64_t sink = 0;
+  for (size_t r = 0; r < rounds; ++r)
+    for (size_t j = 0; j < std::size(policies); ++j) {
+      const size_t k = (j + r) % std::size(policies);
+      auto& m = *maps[k];
+      const auto t0 = clk::now();
+      for (size_t i = 0; i < ops; ++i) {
+        const uint64_t key = rng() % keys;
+        if (rng() % 10 == 0) m.insert(key, i);
+        else sink += m.find(key).value_or(0);
+      }
+      ctx.barrier();
+      rates[policies[k]].push_back(static_cast<double>(ops) * ctx.size() / seconds_since(t0));
+    }
+  if (sink == 42) std::printf(" ");
+  const uint64_t switches = maps.back()->chooser() != nullptr ? maps.back()->chooser()->switches() : 0;
+  maps.clear();
+  if (ctx.rank() != 0) return;
+  std::map<Policy, double> rate;
+  for (auto& [p, v] : rates) rate[p] = median(v);
+  Policy best = Policy::OneSided;
+  for (Policy p : objects::kFixedPolicies)
+    if (rate[p] > rate[best]) best = p;
+  std::printf("\nmixed workload (90%% find, 10%% insert, fully atomic, every process; median of %zu rounds): operations/s\n", rounds);
+  for (Policy p : policies) {
+    if (p != Policy::Auto) rows.push_back({"mixed/" + std::string(objects::name(p)), 1, "ops_per_s", rate[p], "ops/s"});
+    std::printf("%-22s %12.0f   rounds (M/s):", ("mixed/" + std::string(objects::name(p))).c_str(), rate[p]);
+    for (double x : rates[p]) std::printf(" %.2f", x / 1e6);
+    std::printf("\n");
+  }
+  rows.push_back({"best/mixed/" + std::string(objects::name(best)), 1, "ops_per_s", rate[best], "ops/s"});
+  rows.push_back({"auto/mixed", 1, "ops_per_s", rate[Policy::Auto], "ops/s"});
+  std::printf("%-22s %12.0f  (%.2fx the best fixed policy, %s; Auto's switches: %llu)\n", "auto/mixed", rate[Policy::Auto],
+              rate[Policy::Auto] / rate[best], std::string(objects::name(best)).c_str(),
+              static_cast<unsigned long long>(switches));
+}
+
+void model_pick_row(const objects::Components& c, std::vector<Row>& rows) {
+  std::map<std::string, double> us;
+  for (const Row& r : rows)
+    if (r.size == 1 && r.metric == "us") us[r.variant] = r.value;
+  int cells = 0, good = 0;
+  for (Op op : objects::kOps)
+    for (Level l : {Level::Atomic, Level::PhasalWrite}) {
+      double best = 1e300;
+      for (Policy p : objects::kFixedPolicies) best = std::min(best, us[variant(op, p, l)]);
+      const Policy pick = objects::cheapest(c, op, l, objects::kFixedPolicies);
+      ++cells;
+      if (us[variant(op, pick, l)] <= 1.1 * best) ++good;
+      std::printf("%-24s model picks %-9s measured best %.3f us, the pick %.3f us\n", (std::string(objects::name(op)) + "/" + std::string(objects::name(l))).c_str(),
+                  std::string(objects::name(pick)).c_str(), best, us[variant(op, pick, l)]);
+    }
+  rows.push_back({"model-picks-best", 1, "fraction", static_cast<double>(good) / cells, ""});
+  std::printf("model-picks-best: %d of %d cells\n", good, cells);
+}
+
+}  // namespace loom::bench

@@ -1,0 +1,228 @@
+// The cost model's components, measured (docs/objects.md, "Cost model"): rank 0 against rank 1
+// while the others run their calls in the Context's barrier; the contended CAS with everyone.
+#include "objects/calibrate.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "invoke/aggregator.hpp"
+#include "objects/hash_map.hpp"
+#include "objects/queue_ops.hpp"
+
+namespace loom::objects {
+
+namespace {
+
+using clk = std::chrono::steady_clock;
+
+// Median over five rounds of `n` calls of f(i), microseconds per call.
+template <typename F>
+double us_per(int n, F&& f) {
+  std::vector<double> t;
+  for (int round = 0; round < 5; ++round) {
+    const auto t0 = clk::now();
+    for (int i = 0; i < n; ++i) f(i);
+    t.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count() / n);
+  }
+  std::sort(t.begin(), t.end());
+  return t[2];
+}
+
+int other_of(Context& ctx) { return ctx.size() > 1 ? 1 : 0; }
+
+// A CAS on a line the other process wrote last, each line once, in a scattered order: what a
+// fresh bucket costs. The other process writes its array when asked (a call), as an owner makes
+// a container's part.
+double cold_cas(Context& ctx, int n) {
+  constexpr size_t kLine = 64;
+  const size_t lines = std::max<size_t>(16384, 2 * static_cast<size_t>(n));  // 1 MiB, as a container's part
+  Endpoint& ep = ctx.endpoint();
+  const int other = other_of(ctx);
+  const GlobalPtr<std::byte> a = ep.allocate<std::byte>(other, lines * kLine);
+  invoke::ReturnSlot<uint64_t> done;
+  invoke::call_return(invoke::Thread{other, 0}, [a, bytes = lines * kLine] {
+    std::memset(a.local(), 0, bytes);
+    return uint64_t{1};
+  }, done);
+  done.get();
+  // Mapping a page costs this process a fault the first time: one-time, not a miss. Each page's
+  // first line takes it; the timed CASes go to the others.
+  constexpr size_t kPageLines = 4096 / kLine;
+  for (size_t line = 0; line < lines; line += kPageLines) (void)ep.rget((a + static_cast<std::ptrdiff_t>(line * kLine)).template as<uint64_t>());
+  const auto t0 = clk::now();
+  for (int i = 0; i < n; ++i) {
+    size_t line = (static_cast<size_t>(i) * 2654435761u) % lines;
+    if (line % kPageLines == 0) ++line;
+    ep.compare_swap((a + static_cast<std::ptrdiff_t>(line * kLine)).template as<uint64_t>(), 0, 1);
+  }
+  const double us = std::chrono::duration<double, std::micro>(clk::now() - t0).count() / n;
+  ep.deallocate(a);
+  return us;
+}
+
+// Table I: one-sided operations on words at the other process, one at a time; an asynchronous
+// one amortized over many in flight.
+void fabric_components(Context& ctx, int n, Components& c) {
+  Endpoint& ep = ctx.endpoint();
+  const GlobalPtr<uint64_t> w = ep.allocate<uint64_t>(other_of(ctx), 64);
+  uint64_t sink = 0;
+  ep.rput(w, uint64_t{0});
+  c.get = us_per(n, [&](int) { sink += ep.rget(w + 1); });
+  c.put = us_per(n, [&](int i) { ep.rput(w + 2, static_cast<uint64_t>(i)); });
+  c.fad = us_per(n, [&](int) { sink += ep.fetch_add(w + 3, 1); });
+  uint64_t seen = ep.atomic_load(w + 4);
+  c.cas = us_per(n, [&](int) { seen = ep.compare_swap(w + 4, seen, seen + 1); });
+  c.miss = std::max(0.0, cold_cas(ctx, n) - c.cas);
+  std::vector<uint64_t> out(static_cast<size_t>(n));
+  c.post = us_per(1, [&](int) {
+    for (int i = 0; i < n; ++i) ep.rget_async(w + (i % 64), &out[static_cast<size_t>(i)], 1);
+    ep.flush();
+  }) / n;
+  ep.deallocate(w);
+  if (sink == 42) c.get += 0;  // keeps the gets
+}
+
+std::atomic<uint64_t> g_calls{0};
+
+// The owner's attention: a call_return round trip, and an aggregated call amortized.
+void invoke_components(Context& ctx, int n, Components& c) {
+  const invoke::Thread dest{other_of(ctx), 0};
+  // As a container's call: an object id and a key and value travel (32 bytes), a status and a
+  // value come back (24 bytes).
+  struct Reply {
+    uint64_t status, found, value;
+  };
+  invoke::ReturnSlot<Reply> reply;
+  auto one = [&](int i) {
+    const uint64_t args[4] = {1, static_cast<uint64_t>(i), 2, 3};
+    invoke::call_return(dest, [a0 = args[0], a1 = args[1], a2 = args[2], a3 = args[3]] { return Reply{a0, a1 + a3, a2}; }, reply);
+    reply.get();
+  };
+  for (int i = 0; i < n; ++i) one(i);  // the channel's first chunks, the owner awake
+  c.rpc = us_per(n, one);
+  invoke::ReturnSlot<uint64_t> slot;
+  c.call = us_per(1, [&](int) {
+    {
+      invoke::Aggregator agg;
+      for (int i = 0; i < 8 * n; ++i) agg.call(dest, [] { g_calls.fetch_add(1, std::memory_order_relaxed); });
+      agg.flush();
+    }
+    invoke::call_return(dest, [] { return uint64_t{1}; }, slot);  // runs after them (FIFO)
+    slot.get();
+  }) / (8 * n);
+}
+
+// What a shipped operation spends at the owner: the operation on local memory.
+void handler_components(int n, Components& c) {
+  using HE = hash::Entry<uint64_t, uint64_t>;
+  const size_t per = 4 * static_cast<size_t>(n);
+  std::vector<Slot<HE>> buckets(per, Slot<HE>{hash::kEmpty, HE{}});
+  LocalSlots<HE> hs(buckets.data(), nullptr);
+  auto start = [&](int i) { return (static_cast<size_t>(i) * 2654435761u) % per; };
+  int round = 0;
+  c.h_insert = us_per(n, [&](int i) { hash::insert(hs, start(i), per, static_cast<uint64_t>(i + n * round), uint64_t{1}); });
+  round = 1;
+  c.h_find = us_per(n, [&](int i) { hash::find<LocalSlots<HE>, uint64_t, uint64_t>(hs, start(i), per, static_cast<uint64_t>(i), Level::Atomic); });
+  const size_t cap = 4 * static_cast<size_t>(n);
+  std::vector<Slot<uint64_t>> q(cap);
+  uint64_t counters[8] = {};
+  for (size_t i = 0; i < cap; ++i) q[i].word = i;
+  LocalSlots<uint64_t> qs(q.data(), counters);
+  uint64_t tail = 0, head = 0;
+  c.h_push = us_per(n, [&](int i) { queue::push_atomic(qs, cap, static_cast<uint64_t>(i), tail); });
+  c.h_pop = us_per(n, [&](int) { queue::pop_atomic<LocalSlots<uint64_t>, uint64_t>(qs, cap, head); });
+}
+
+// A container operation's own front end — routing, hashing, the status, the result — as a
+// phasal find of a key in this process's own part, less the get it makes.
+void front_component(Context& ctx, int n, Components& c) {
+  HashMap<uint64_t, uint64_t> m(ctx, 64 * static_cast<size_t>(ctx.size()), Policy::OneSided);
+  uint64_t key = 0;
+  while (m.owner_of(key) != ctx.rank()) ++key;
+  m.insert(key, 1);
+  uint64_t sink = 0;
+  c.op = std::max(0.0, us_per(n, [&](int) { sink += m.find(key, Level::PhasalFind).value_or(0); }) - c.get);
+  if (sink == 42) c.op += 0;
+}
+
+// The Cached policy's region operations on words managed by the other process; writes go to
+// slots of many blocks in turn, as a container's do.
+void region_components(Context& ctx, int n, Components& c) {
+  coherence::Space& sp = ctx.space();
+  const size_t block = 4096, words_per_block = block / 8, nb = 2 * static_cast<size_t>(ctx.size()), spread = 256;
+  region::RegionOptions o;
+  o.size = (nb + spread + 4) * block;
+  o.local_bytes = 0;
+  region::Region& r = sp.create_region(o);
+  uint64_t* words = sp.new_atomic_words(r, nb * words_per_block);
+  auto* slots = static_cast<Slot<uint64_t>*>(r.allocate(spread * block, block));
+  auto slot_in = [&](size_t b) { return reinterpret_cast<Slot<uint64_t>*>(reinterpret_cast<uint8_t*>(slots) + (b % spread) * block); };
+  if (ctx.rank() == 0) {
+    uint64_t* w = words;
+    while (r.manager(r.block_of(w)) != other_of(ctx)) w += words_per_block;
+    coherence::AtomicRef ref = sp.atomic_ref(w);
+    uint64_t sink = 0;
+    c.region_atomic = us_per(n, [&](int) { sink += ref.fetch_add(1, Order::Relaxed); });
+    const double load = us_per(n, [&](int) { sink += ref.load(Order::Relaxed); });
+    c.region_acquire = std::max(0.0, us_per(n, [&](int) { sink += ref.load(Order::Acquire); }) - load);
+    c.region_release_clean = std::max(0.0, us_per(n, [&](int) { sink += ref.fetch_add(1, Order::Release); }) - c.region_atomic);
+    // A write to a block written and released before (as a container's slots are, once warm),
+    // then one release for them all.
+    for (size_t b = 0; b < spread; ++b) sp.writing(slot_in(b))->payload = b;
+    sp.release();
+    const auto t0 = clk::now();
+    for (size_t b = 0; b < spread; ++b) sp.writing(slot_in(b))->payload = b + 1;
+    c.region_write = std::chrono::duration<double, std::micro>(clk::now() - t0).count() / spread;
+    sp.release();
+    const double both = us_per(n, [&](int i) {
+      sp.writing(slot_in(static_cast<size_t>(i)))->payload = static_cast<uint64_t>(i);
+      sink += ref.fetch_add(1, Order::Release);
+    });
+    c.region_release = std::max(0.0, both - c.region_write - c.region_atomic);
+    c.region_read = us_per(n, [&](int i) { sink += sp.reading(slot_in(static_cast<size_t>(i)))->payload; });
+    if (sink == 42) c.region_read += 0;
+  }
+  ctx.process_barrier();
+  sp.destroy_region(r);
+}
+
+}  // namespace
+
+Components measure_components(Context& ctx, int iters) {
+  Components c;
+  c.provider = ctx.runtime().provider().info().name;
+  c.processes = ctx.size();
+  ctx.process_barrier();
+  if (ctx.rank() == 0) {
+    fabric_components(ctx, iters, c);
+    invoke_components(ctx, iters, c);
+    handler_components(iters, c);
+  }
+  ctx.process_barrier();
+  // Everyone CASes one word at rank 0 from the value it last saw.
+  Endpoint& ep = ctx.endpoint();
+  GlobalPtr<uint64_t> hot;
+  if (ctx.rank() == 0) {
+    hot = ep.allocate<uint64_t>(0, 1);
+    *hot.local() = 0;
+  }
+  hot = ctx.runtime().bootstrap().allgather_value(hot)[0];
+  ctx.process_barrier();
+  uint64_t seen = 0;
+  const double contended = us_per(std::max(1, iters / 4), [&](int) { seen = ep.compare_swap(hot, seen, seen + 1); });
+  ctx.process_barrier();
+  if (ctx.rank() == 0) {
+    c.cas_contended = contended;
+    ep.deallocate(hot);
+  }
+  region_components(ctx, iters, c);
+  front_component(ctx, iters, c);
+  // Rank 0's figures for everyone.
+  const std::string text = c.serialize();
+  const auto all = ctx.runtime().bootstrap().allgather(std::as_bytes(std::span(text.data(), ctx.rank() == 0 ? text.size() : 0)));
+  return Components::parse(std::string(reinterpret_cast<const char*>(all[0].data()), all[0].size()), "rank 0's calibration");
+}
+
+}  // namespace loom::objects

@@ -1,0 +1,14 @@
+#pragma once
+// Measuring the cost model's components on the fabric at hand (docs/objects.md, "Cost model"):
+// what loom-calibrate writes, what bench_objects compares its rows against, and what an Auto
+// object measures when no calibration file fits.
+#include "objects/context.hpp"
+#include "objects/cost_model.hpp"
+
+namespace loom::objects {
+
+// Collective. Rank 0 measures against rank 1 (itself when alone) while the others run their
+// calls; every process returns rank 0's figures. `iters` operations per component.
+Components measure_components(Context& ctx, int iters);
+
+}  // namespace loom::objects

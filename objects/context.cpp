@@ -1,0 +1,121 @@
+#include "objects/context.hpp"
+
+#include <filesystem>
+
+#include "dsm/common/log.hpp"
+#include "objects/calibrate.hpp"
+
+namespace loom::objects {
+
+namespace {
+std::atomic<Context*> g_current{nullptr};
+}  // namespace
+
+Context& Context::current() {
+  Context* c = g_current.load(std::memory_order_acquire);
+  if (c == nullptr) fail("objects: no Context (construct loom::objects::Context collectively first)");
+  return *c;
+}
+
+Context::Context(Runtime& rt, invoke::Invoker* invoker, coherence::Space* space) : rt_(rt) {
+  Context* expected = nullptr;
+  if (!g_current.compare_exchange_strong(expected, this)) fail("objects: one Context per process at a time");
+  try {
+    ep_ = std::make_unique<Endpoint>(rt);
+    if (invoker == nullptr) own_inv_ = std::make_unique<invoke::Invoker>(rt);
+    inv_ = invoker != nullptr ? invoker : own_inv_.get();
+    if (space == nullptr) own_space_ = std::make_unique<coherence::Space>(rt);
+    space_ = space != nullptr ? space : own_space_.get();
+    GlobalPtr<uint64_t> mine;
+    if (rt.rank() == 0) {
+      mine = ep_->allocate<uint64_t>(0, 2);
+      mine.local()[0] = mine.local()[1] = 0;
+    }
+    arrivals_ = rt.bootstrap().allgather_value(mine)[0];
+    rt.barrier();
+  } catch (...) {
+    g_current.store(nullptr, std::memory_order_release);
+    throw;
+  }
+}
+
+Context::~Context() {
+  try {
+    process_barrier();
+    for (uint32_t id = 0; id < next_id_; ++id)
+      if (objects_[id].object.load() != nullptr) log::error("objects: Context ends while object ", id, " still exists");
+    if (rt_.rank() == 0) ep_->deallocate(arrivals_);
+  } catch (const std::exception& e) {
+    log::error("objects: Context teardown: ", e.what());
+  }
+  // The layers go in the reverse order of their making; each teardown is collective.
+  own_space_.reset();
+  own_inv_.reset();
+  ep_.reset();
+  g_current.store(nullptr, std::memory_order_release);
+}
+
+// A counter at rank 0 that every participant increments once per round; each waits for the
+// count of its round, running its calls meanwhile.
+void Context::meet(GlobalPtr<uint64_t> counter, uint64_t n) {
+  ep_->flush();
+  inv_->flush();
+  const uint64_t ticket = ep_->fetch_add(counter, 1);
+  const uint64_t target = (ticket / n + 1) * n;
+  inv_->wait_until([&] { return ep_->atomic_load(counter) >= target; });
+}
+
+void Context::barrier() {
+  meet(arrivals_, static_cast<uint64_t>(rt_.size()) * static_cast<uint64_t>(rt_.threads_per_process()));
+  space_->barrier();  // nothing is in flight: every thread's operations completed before it arrived
+}
+
+void Context::process_barrier() { meet(arrivals_ + 1, static_cast<uint64_t>(rt_.size())); }
+
+const Components& Context::components() {
+  if (components_) return *components_;
+  const std::string path = calibration_path();
+  bool usable = false;
+  if (std::filesystem::exists(path)) {
+    try {
+      Components c = Components::load(path);
+      usable = c.provider == rt_.provider().info().name;
+      if (usable) components_ = c;
+    } catch (const std::exception& e) {
+      log::warn("objects: ", e.what(), "; measuring the components instead");
+    }
+  }
+  // Every process must take the same path: measuring is collective.
+  bool all = true;
+  for (uint8_t u : rt_.bootstrap().allgather_value(static_cast<uint8_t>(usable))) all = all && u != 0;
+  if (!all) components_ = measure_components(*this, 1000);
+  return *components_;
+}
+
+uint32_t Context::attach(void* object, const std::type_info& type) {
+  uint32_t id;
+  {
+    std::lock_guard<std::mutex> g(objects_mu_);
+    if (next_id_ == kMaxObjects) fail("objects: more than ", kMaxObjects, " objects made on one Context");
+    id = next_id_++;
+    objects_[id].type.store(&type, std::memory_order_relaxed);
+    objects_[id].object.store(object, std::memory_order_release);
+  }
+  for (uint32_t other : rt_.bootstrap().allgather_value(id))
+    if (other != id) fail("objects: objects were made in different orders by different processes (object ", id, " here is ", other, " elsewhere)");
+  return id;
+}
+
+void Context::detach(uint32_t id) {
+  if (id < kMaxObjects) objects_[id].object.store(nullptr, std::memory_order_release);
+}
+
+void* Context::lookup(uint32_t id, const std::type_info& type) {
+  void* o = id < kMaxObjects ? objects_[id].object.load(std::memory_order_acquire) : nullptr;
+  if (o == nullptr) fail("objects: no object ", id, " at rank ", rt_.rank());
+  if (*objects_[id].type.load(std::memory_order_relaxed) != type)
+    fail("objects: object ", id, " at rank ", rt_.rank(), " is not of the type the call expects");
+  return o;
+}
+
+}  // namespace loom::objects

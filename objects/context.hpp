@@ -1,0 +1,97 @@
+#pragma once
+// What objects of every policy stand on (docs/objects.md, "Context"): the Endpoint (OneSided),
+// the Invoker (OwnerInvoked), the Space (Cached), the barrier that keeps running calls while it
+// waits, the objects shipped operations find by id, and the cost model Auto objects choose by.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <typeinfo>
+#include <vector>
+
+#include "coherence/space.hpp"
+#include "dsm/runtime/runtime.hpp"
+#include "invoke/invoker.hpp"
+#include "objects/cost_model.hpp"
+#include "objects/endpoint.hpp"
+
+namespace loom::objects {
+
+class Context {
+ public:
+  // Collective. Makes an Endpoint, and an Invoker and a Space unless the program passes its own
+  // (one of each per process at a time).
+  explicit Context(Runtime& rt, invoke::Invoker* invoker = nullptr, coherence::Space* space = nullptr);
+  // Collective; every object made on the Context must be gone.
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  static Context& current();
+
+  Runtime& runtime() { return rt_; }
+  Endpoint& endpoint() { return *ep_; }
+  invoke::Invoker& invoker() { return *inv_; }
+  coherence::Space& space() { return *space_; }
+  int rank() const { return rt_.rank(); }
+  int size() const { return rt_.size(); }
+
+  // Every worker thread of every process (like Space::barrier): this thread's operations are
+  // complete, the calls addressed to it run while it waits (so owner-invoked operations of the
+  // others finish), then the Space's barrier (a release and an acquire, for Cached objects).
+  void barrier();
+  // One thread of every process (collective construction and teardown of objects): this thread's
+  // operations are complete and the calls addressed to it run while it waits. No Space barrier.
+  void process_barrier();
+
+  // Runs the calls waiting for this thread, if it is a worker thread (a destination): an
+  // owner-invoked operation that runs here on the owner's own thread, and Auto objects now and
+  // then, so that a process busy with its own operations still serves the others'.
+  void attend() {
+    const ThreadName& t = this_thread_name();
+    if (!t.label.empty() && t.thread < inv_->threads()) inv_->poll();
+  }
+
+  // Where the fabric's atomics are not atomic with the CPU's, the Endpoint through which an
+  // owner sends its own word operations (objects/slots.hpp, LocalSlots); else null.
+  Endpoint* loopback() { return rt_.provider().info().cpu_atomics ? nullptr : ep_.get(); }
+
+  // The component costs Auto objects choose by: the calibration file when it was made for this
+  // provider (objects/cost_model.hpp), else measured now. Collective on its first use.
+  const Components& components();
+
+  // Objects that owner-invoked operations reach by id. attach is collective (same order
+  // everywhere: the ids are compared); a shipped operation looks its object up with the type it
+  // expects, and a missing or different one is an error, not a crash.
+  uint32_t attach(void* object, const std::type_info& type);
+  void detach(uint32_t id);
+  template <typename T>
+  T* object(uint32_t id) {
+    return static_cast<T*>(lookup(id, typeid(T)));
+  }
+
+ private:
+  void* lookup(uint32_t id, const std::type_info& type);
+
+  Runtime& rt_;
+  std::unique_ptr<Endpoint> ep_;
+  std::unique_ptr<invoke::Invoker> own_inv_;
+  std::unique_ptr<coherence::Space> own_space_;
+  invoke::Invoker* inv_ = nullptr;
+  coherence::Space* space_ = nullptr;
+  // Each counter at rank 0 takes one increment per arrival; a round ends at a multiple of `n`.
+  void meet(GlobalPtr<uint64_t> counter, uint64_t n);
+  GlobalPtr<uint64_t> arrivals_;  // the barriers' counters (all threads, processes), at rank 0
+  std::optional<Components> components_;
+  // Ids are handed out in order and never reused; a slot is written by attach and detach and
+  // read by shipped operations, without a lock.
+  static constexpr uint32_t kMaxObjects = 1u << 16;
+  struct Attached {
+    std::atomic<void*> object{nullptr};
+    std::atomic<const std::type_info*> type{nullptr};
+  };
+  std::mutex objects_mu_;
+  uint32_t next_id_ = 0;
+  std::unique_ptr<Attached[]> objects_{new Attached[kMaxObjects]};
+};
+
+}  // namespace loom::objects

@@ -1,0 +1,71 @@
+#pragma once
+// Seed 001's cost model (docs/objects.md, "Cost model"): the component costs of the fabric at
+// hand (Table I's get, put, fetch-and-add, CAS; the RPC round trip; the owner's handler time;
+// the Cached policy's region operations), and each container operation's predicted cost per
+// policy and concurrency level as the sum of the components its algorithm performs in the best
+// case (no collision, no contention; a fresh bucket's line comes from its owner: one `miss`).
+// `loom-calibrate` measures the components and writes them to
+// a file the runtime loads; Auto objects pick the cheapest policy per operation and level.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "objects/policy.hpp"
+
+namespace loom::objects {
+
+enum class Op : uint8_t { HashInsert, HashFind, QueuePush, QueuePop };
+inline constexpr Op kOps[] = {Op::HashInsert, Op::HashFind, Op::QueuePush, Op::QueuePop};
+// "hash-insert", "hash-find", "queue-push", "queue-pop"
+std::string_view name(Op op);
+
+// Microseconds per operation, one at a time, from one process to another's memory.
+struct Components {
+  double get = 0, put = 0, fad = 0, cas = 0;  // 8-16 byte operations on a word used just before
+  double miss = 0;                            // what a first touch of a line the owner wrote last adds
+  double cas_contended = 0;                   // every process CASing one word
+  double rpc = 0;                             // call_return round trip, empty handler
+  double call = 0;                            // one aggregated call, amortized (1 / call rate)
+  double post = 0;                            // one asynchronous fabric operation, amortized
+  // The operation itself run on local memory (what the owner's handler spends).
+  double h_insert = 0, h_find = 0, h_push = 0, h_pop = 0;
+  double op = 0;  // a container operation's front end at the caller (routing, hashing, status)
+  // Cached: a relaxed atomic on a region word; what an acquiring one adds (the release clock's
+  // READ, nothing to revalidate); what a releasing one adds after one slot was written (the
+  // release of one dirty block and the clock's CAS) and with nothing written; a declared write
+  // of a slot in a clean block (its twin); a read of a slot in a valid copy.
+  double region_atomic = 0, region_acquire = 0, region_release = 0, region_release_clean = 0;
+  double region_write = 0, region_read = 0;
+  std::string provider;  // the fabric they were measured on
+  int processes = 0;
+
+  // "name value" lines; '#' starts a comment. Unknown names are an error, missing ones too.
+  std::string serialize() const;
+  static Components parse(const std::string& text, const std::string& source);
+  static Components load(const std::string& path);
+  void save(const std::string& path) const;
+};
+
+// The calibration file: LOOM_OBJECTS_CALIBRATION, else $XDG_CACHE_HOME/loom/calibration.txt,
+// else $HOME/.cache/loom/calibration.txt.
+std::string calibration_path();
+
+// The predicted microseconds per operation of `op` under a fixed policy at a level, one at a
+// time (batch 1) or amortized over a batch of `batch` operations.
+double predict(const Components& c, Op op, Policy p, Level l, size_t batch = 1);
+
+// The cheapest of `candidates` for op at level.
+Policy cheapest(const Components& c, Op op, Level l, std::span<const Policy> candidates, size_t batch = 1);
+
+// Where an Auto object's data lives, from the model and the workload the program expects: the
+// share of reads (finds, pops) among its operations and the level. Cached if its expected cost
+// is lowest; otherwise at the owners, where OneSided and OwnerInvoked are chosen per operation.
+struct Workload {
+  double read_share = 0.5;
+  Level level = Level::Atomic;
+};
+bool prefer_cached(const Components& c, Op write, Op read, Workload w);
+
+}  // namespace loom::objects

@@ -1,0 +1,27 @@
+#include "objects/policy.hpp"
+
+#include "dsm/common/error.hpp"
+
+namespace loom::objects {
+
+std::string_view name(Policy p) {
+  switch (p) {
+    case Policy::OneSided: return "onesided";
+    case Policy::OwnerInvoked: return "invoked";
+    case Policy::Cached: return "cached";
+    case Policy::Auto: return "auto";
+  }
+  return "?";
+}
+
+std::string_view name(Level l) { return l == Level::Atomic ? "atomic" : "phasal"; }
+
+Policy parse_policy(std::string_view s) {
+  if (s == "onesided" || s == "one-sided") return Policy::OneSided;
+  if (s == "invoked" || s == "owner-invoked") return Policy::OwnerInvoked;
+  if (s == "cached") return Policy::Cached;
+  if (s == "auto") return Policy::Auto;
+  fail("objects: unknown policy '", std::string(s), "' (onesided, invoked, cached, auto)");
+}
+
+}  // namespace loom::objects

@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""Draws Loom benchmarks' CSV files (variant,size,metric,value,unit) as PNG with matplotlib.
+
+    scripts/plot.py CSV... [--out DIR]
+
+For each CSV and each metric with more than one row it draws one figure next to the CSV (or in
+DIR): a line per variant over size where a variant has several sizes, else bars. Rows whose
+variant starts with "fig6/" (bench_objects, seed 001's Figure 6) get a figure of their own:
+queue push latency against the computing between pushes, log scale. Prints each file written.
+"""
+import argparse
+import csv
+import os
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def read_rows(path):
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            try:
+                rows.append((r["variant"], float(r["size"]), r["metric"], float(r["value"]), r.get("unit", "")))
+            except (KeyError, ValueError) as e:
+                sys.exit(f"plot.py: {path}: not a Loom benchmark CSV ({e})")
+    return rows
+
+
+def fig6(rows, out):
+    series = defaultdict(list)
+    for variant, size, metric, value, _ in rows:
+        if variant.startswith("fig6/") and metric == "us":
+            series[variant[len("fig6/"):]].append((size, value))
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for name, pts in sorted(series.items()):
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+    ax.set_yscale("log")
+    ax.set_xlabel("computing between pushes, every process (us)")
+    ax.set_ylabel("queue push latency (us, computing left out)")
+    ax.set_title("Queue push as owners get busy (seed 001 Figure 6)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def metric_figure(rows, metric, out):
+    by_variant = defaultdict(list)
+    unit = ""
+    for variant, size, m, value, u in rows:
+        if m == metric and not variant.startswith("fig6/"):
+            by_variant[variant].append((size, value))
+            unit = u or unit
+    if sum(len(v) for v in by_variant.values()) < 2:
+        return None
+    lines = any(len({s for s, _ in pts}) > 1 for pts in by_variant.values())
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    if lines:
+        for name, pts in sorted(by_variant.items()):
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("size")
+        ax.legend(fontsize=7, ncol=2)
+    else:
+        names = sorted(by_variant)
+        ax.barh(names, [by_variant[n][0][1] for n in names])
+        ax.tick_params(axis="y", labelsize=6)
+    ax.set_title(metric)
+    (ax.set_ylabel if lines else ax.set_xlabel)(f"{metric} ({unit})" if unit else metric)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("csv", nargs="+")
+    p.add_argument("--out", help="folder for the PNG files (default: beside each CSV)")
+    a = p.parse_args()
+    for path in a.csv:
+        rows = read_rows(path)
+        base = os.path.splitext(os.path.basename(path))[0]
+        folder = a.out or os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
+        written = [fig6(rows, os.path.join(folder, f"{base}-fig6.png"))]
+        for metric in sorted({r[2] for r in rows}):
+            written.append(metric_figure(rows, metric, os.path.join(folder, f"{base}-{metric}.png")))
+        for w in written:
+            if w:
+                print(w)
+
+
+if __name__ == "__main__":
+    main()
