@@ -169,11 +169,16 @@ void Space::Impl::make_dirty(RegionState& rs, BlockMeta& m) {
   const size_t b = m.block;
   std::memcpy(rs.twin(b), rs.r->runtime_block(b), rs.r->block_size());
   m.state = State::Dirty;
+  // Listed and made writable as one step under dirty_mu, which a release holds to take the
+  // list. Listed first and opened after, a release could take the block in between and stop
+  // its writers (stop_writers) before this ReadWrite: once released it stayed writable yet
+  // clean, and stores after were never published. Opened first, a store of another thread
+  // could precede the listing and miss that thread's next release.
   {
     std::lock_guard<std::mutex> g(dirty_mu);
     dirty.push_back(m);
+    rs.r->protect(b, 1, region::Protection::ReadWrite);
   }
-  rs.r->protect(b, 1, region::Protection::ReadWrite);
   st_twins.fetch_add(1, std::memory_order_relaxed);
 }
 

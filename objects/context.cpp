@@ -1,7 +1,10 @@
 #include "objects/context.hpp"
 
+#include "dsm/common/backoff.hpp"
+
 #include <filesystem>
 
+#include "dsm/common/backoff.hpp"
 #include "dsm/common/log.hpp"
 #include "objects/calibrate.hpp"
 
@@ -106,16 +109,28 @@ uint32_t Context::attach(void* object, const std::type_info& type) {
   return id;
 }
 
+// Sequentially consistent on both sides (a Dekker pair with pinned_slot): either the pinner
+// sees the object gone, or this sees its pin and waits for it to end.
 void Context::detach(uint32_t id) {
-  if (id < kMaxObjects) objects_[id].object.store(nullptr, std::memory_order_release);
+  if (id >= kMaxObjects) return;
+  Attached& a = objects_[id];
+  a.object.store(nullptr, std::memory_order_seq_cst);
+  wait::Backoff b(1u << 20);  // a pinned call is running now: yield to it, never sleep long
+  while (a.pins.load(std::memory_order_acquire) != 0) b.pause();
 }
 
-void* Context::lookup(uint32_t id, const std::type_info& type) {
-  void* o = id < kMaxObjects ? objects_[id].object.load(std::memory_order_acquire) : nullptr;
-  if (o == nullptr) fail("objects: no object ", id, " at rank ", rt_.rank());
-  if (*objects_[id].type.load(std::memory_order_relaxed) != type)
+Context::Attached& Context::pinned_slot(uint32_t id, const std::type_info& type) {
+  if (id >= kMaxObjects) fail("objects: no object ", id, " at rank ", rt_.rank());
+  Attached& a = objects_[id];
+  a.pins.fetch_add(1, std::memory_order_seq_cst);
+  const void* o = a.object.load(std::memory_order_seq_cst);
+  const std::type_info* t = a.type.load(std::memory_order_relaxed);
+  if (o == nullptr || *t != type) {
+    a.pins.fetch_sub(1, std::memory_order_release);
+    if (o == nullptr) fail("objects: no object ", id, " at rank ", rt_.rank());
     fail("objects: object ", id, " at rank ", rt_.rank(), " is not of the type the call expects");
-  return o;
+  }
+  return a;
 }
 
 }  // namespace loom::objects

@@ -62,15 +62,48 @@ class Context {
   // Objects that owner-invoked operations reach by id. attach is collective (same order
   // everywhere: the ids are compared); a shipped operation looks its object up with the type it
   // expects, and a missing or different one is an error, not a crash.
+  // A shipped operation holds its object pinned while it runs; detach first makes the id
+  // unknown, then waits for the pins taken before (a helper thread may be running a late call
+  // on the object while its owner destroys it).
   uint32_t attach(void* object, const std::type_info& type);
   void detach(uint32_t id);
+
+ private:
+  struct Attached {
+    std::atomic<void*> object{nullptr};
+    std::atomic<const std::type_info*> type{nullptr};
+    std::atomic<uint32_t> pins{0};
+  };
+
+ public:
   template <typename T>
-  T* object(uint32_t id) {
-    return static_cast<T*>(lookup(id, typeid(T)));
+  class Pinned {
+   public:
+    Pinned() = default;
+    Pinned(T* object, std::atomic<uint32_t>* pins) : object_(object), pins_(pins) {}
+    Pinned(Pinned&& o) noexcept : object_(std::exchange(o.object_, nullptr)), pins_(std::exchange(o.pins_, nullptr)) {}
+    Pinned& operator=(Pinned&&) = delete;
+    // Pairs with detach's acquiring load of the count: the object's last use here happens
+    // before its destruction.
+    ~Pinned() {
+      if (pins_ != nullptr) pins_->fetch_sub(1, std::memory_order_release);
+    }
+    T* get() const { return object_; }
+
+   private:
+    T* object_ = nullptr;
+    std::atomic<uint32_t>* pins_ = nullptr;
+  };
+  // The object with this id and type, pinned; an unknown id or another type is an error.
+  template <typename T>
+  Pinned<T> pin(uint32_t id) {
+    Attached& a = pinned_slot(id, typeid(T));
+    return Pinned<T>(static_cast<T*>(a.object.load(std::memory_order_seq_cst)), &a.pins);
   }
 
  private:
-  void* lookup(uint32_t id, const std::type_info& type);
+  // Takes a pin on the slot (the count first, then the object's check: see detach).
+  Attached& pinned_slot(uint32_t id, const std::type_info& type);
 
   Runtime& rt_;
   std::unique_ptr<Endpoint> ep_;
@@ -85,10 +118,6 @@ class Context {
   // Ids are handed out in order and never reused; a slot is written by attach and detach and
   // read by shipped operations, without a lock.
   static constexpr uint32_t kMaxObjects = 1u << 16;
-  struct Attached {
-    std::atomic<void*> object{nullptr};
-    std::atomic<const std::type_info*> type{nullptr};
-  };
   std::mutex objects_mu_;
   uint32_t next_id_ = 0;
   std::unique_ptr<Attached[]> objects_{new Attached[kMaxObjects]};

@@ -174,20 +174,23 @@ class HashMap {
     LocalSlots<E> s = slots_.local(h.part);
     return hash::find<LocalSlots<E>, K, V>(s, h.start, slots_.per(), key, level);
   }
-  static HashMap* at_owner(uint32_t id) noexcept {
+  // The object a shipped operation names, pinned while the operation runs (null: none).
+  static Context::Pinned<HashMap> at_owner(uint32_t id) noexcept {
     try {
-      return Context::current().object<HashMap>(id);
+      return Context::current().pin<HashMap>(id);
     } catch (...) {
-      return nullptr;
+      return {};
     }
   }
   static bool mine(HashMap* m, hash::Home h) noexcept { return m != nullptr && h.part < m->slots_.parts() && m->owner(h) == m->ctx_.rank(); }
   static Status on_insert(uint32_t id, hash::Home h, const K& key, const V& value) noexcept {
-    HashMap* m = at_owner(id);
+    const auto pin = at_owner(id);
+    HashMap* m = pin.get();
     return mine(m, h) ? m->local_insert(h, key, value) : Status::NoObject;
   }
   static Found on_find(uint32_t id, hash::Home h, const K& key, Level level) noexcept {
-    HashMap* m = at_owner(id);
+    const auto pin = at_owner(id);
+    HashMap* m = pin.get();
     return mine(m, h) ? m->local_find(h, key, level) : Found{Status::NoObject, false, V{}};
   }
   static void on_insert_batch(uint32_t id, GlobalPtr<uint64_t> status, std::span<std::byte> bytes) noexcept;

@@ -12,7 +12,8 @@ namespace loom::objects {
 template <typename K, typename V, typename H>
 void HashMap<K, V, H>::on_insert_batch(uint32_t id, GlobalPtr<uint64_t> status, std::span<std::byte> bytes) noexcept {
   try {
-    HashMap* m = at_owner(id);
+    const auto pin = at_owner(id);
+    HashMap* m = pin.get();
     if (m == nullptr || bytes.size() % sizeof(E) != 0) return;
     Status first = Status::Ok;
     for (size_t k = 0; k < bytes.size() / sizeof(E); ++k) {
@@ -74,7 +75,8 @@ hash::Status HashMap<K, V, H>::invoked_insert_many(std::span<const hash::Home> h
 template <typename K, typename V, typename H>
 void HashMap<K, V, H>::on_find_batch(uint32_t id, Level level, GlobalPtr<Found> out, std::span<std::byte> bytes) noexcept {
   try {
-    HashMap* m = at_owner(id);
+    const auto pin = at_owner(id);
+    HashMap* m = pin.get();
     if (m == nullptr || bytes.size() % sizeof(K) != 0) return;
     const size_t n = bytes.size() / sizeof(K);
     std::vector<Found> results(n);

@@ -136,20 +136,23 @@ class Queue {
     LocalSlots<T> s = slots_.local(0);
     return pop_on(s, level);
   }
-  static Queue* at_host(uint32_t id) noexcept {
+  // The queue a shipped operation names, pinned while the operation runs, if it is hosted here.
+  static Context::Pinned<Queue> at_host(uint32_t id) noexcept {
     try {
-      Queue* q = Context::current().object<Queue>(id);
-      return q->host() == q->ctx_.rank() ? q : nullptr;
+      Context::Pinned<Queue> q = Context::current().pin<Queue>(id);
+      if (q.get()->host() == q.get()->ctx_.rank()) return q;
     } catch (...) {
-      return nullptr;
     }
+    return {};
   }
   static Status on_push(uint32_t id, const T& v, Level level) noexcept {
-    Queue* q = at_host(id);
+    const auto pin = at_host(id);
+    Queue* q = pin.get();
     return q != nullptr ? q->local_push(v, level) : Status::NoObject;
   }
   static Popped on_pop(uint32_t id, Level level) noexcept {
-    Queue* q = at_host(id);
+    const auto pin = at_host(id);
+    Queue* q = pin.get();
     return q != nullptr ? q->local_pop(level) : Popped{Status::NoObject, T{}};
   }
   static void on_push_many(uint32_t id, Level level, GlobalPtr<uint64_t> done, std::span<std::byte> bytes) noexcept;

@@ -20,7 +20,8 @@ constexpr size_t queue_piece() {
 template <typename T>
 void Queue<T>::on_push_many(uint32_t id, Level level, GlobalPtr<uint64_t> done, std::span<std::byte> bytes) noexcept {
   try {
-    Queue* q = at_host(id);
+    const auto pin = at_host(id);
+    Queue* q = pin.get();
     if (q == nullptr || bytes.size() % sizeof(T) != 0) return;
     const size_t n = bytes.size() / sizeof(T);
     std::vector<T> values(n);
@@ -45,7 +46,8 @@ void Queue<T>::on_push_many(uint32_t id, Level level, GlobalPtr<uint64_t> done, 
 template <typename T>
 void Queue<T>::on_pop_many(uint32_t id, Level level, uint64_t n, GlobalPtr<uint64_t> count, GlobalPtr<T> out) noexcept {
   try {
-    Queue* q = at_host(id);
+    const auto pin = at_host(id);
+    Queue* q = pin.get();
     if (q == nullptr) return;
     std::vector<T> values;
     LocalSlots<T> s = q->slots_.local(0);

@@ -3,6 +3,9 @@
 // per suite with the container's policy as the test parameter (containers).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <optional>
 #include <string>
 #include <thread>
@@ -41,10 +44,21 @@ class WithContext : public ::testing::TestWithParam<objects::Policy> {
   static int threads() { return rt().threads_per_process(); }
   // f(t) on every worker thread of this process (loomrun --threads), t = 0 on this one.
   template <typename F>
+  // An exception in any thread ends the process with its text: the other threads may be
+  // waiting in a barrier for the one that threw, so nothing could be joined.
   static void on_every_thread(F f) {
+    auto run = [&f](int t) {
+      try {
+        f(t);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "objects test: thread %d of rank %d: %s\n", t, rt().rank(), e.what());
+        std::fflush(stderr);
+        std::_Exit(1);
+      }
+    };
     std::vector<std::thread> ts;
-    for (int t = 1; t < threads(); ++t) ts.push_back(rt().spawn_at(t, "objects-test-" + std::to_string(t), [&f, t] { f(t); }));
-    f(0);
+    for (int t = 1; t < threads(); ++t) ts.push_back(rt().spawn_at(t, "objects-test-" + std::to_string(t), [&run, t] { run(t); }));
+    run(0);
     for (auto& t : ts) t.join();
   }
 

@@ -3,6 +3,8 @@
 // exclusion through compare_swap, allocation at a rank, the distributed array, and bad use.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <numeric>
 #include <optional>
@@ -198,3 +200,30 @@ TEST_F(Objects, KeysOfReusedAllocationsComeFromTheLastKey) {
 }
 
 }  // namespace
+
+// A shipped operation pins its object: the owner's teardown (detach) waits until the pin ends,
+// and after it the id is unknown. (A helper thread ran a late find on a HashMap whose owner was
+// destroying it: TSan saw the parts freed under the running call.)
+TEST(ObjectRegistry, DetachWaitsForAPinnedCallAndThenForgetsTheObject) {
+  loom::objects::Context ctx(rt());
+  int object = 42;
+  const uint32_t id = ctx.attach(&object, typeid(int));
+  std::atomic<bool> pinned{false}, done{false};
+  std::thread call([&] {
+    const loom::objects::Context::Pinned<int> p = ctx.pin<int>(id);
+    EXPECT_EQ(*p.get(), 42);
+    pinned.store(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    done.store(true);
+  });
+  while (!pinned.load()) std::this_thread::yield();
+  ctx.detach(id);
+  EXPECT_TRUE(done.load()) << "detach returned while a call held the object";
+  call.join();
+  EXPECT_THROW(ctx.pin<int>(id), loom::Error);
+  EXPECT_THROW(ctx.pin<int>(id + 1000), loom::Error);
+  const uint32_t other = ctx.attach(&object, typeid(int));
+  EXPECT_THROW(ctx.pin<double>(other), loom::Error) << "a call expecting another type";
+  ctx.detach(other);
+  ctx.process_barrier();
+}
