@@ -6,11 +6,15 @@
 For each CSV and each metric with more than one row it draws one figure next to the CSV (or in
 DIR): a line per variant over size where a variant has several sizes, else bars. Rows whose
 variant starts with "fig6/" (bench_objects, seed 001's Figure 6) get a figure of their own:
-queue push latency against the computing between pushes, log scale. Prints each file written.
+queue push latency against the computing between pushes, log scale. With --scaling NAME, rows
+of every CSV whose variant is "<policy>-np<P>-t<T>" (bench_mcts) also make one figure NAME.png:
+the metric rollouts_per_s against processes, a line per policy and thread count. Prints each
+file written.
 """
 import argparse
 import csv
 import os
+import re
 import sys
 from collections import defaultdict
 
@@ -85,11 +89,39 @@ def metric_figure(rows, metric, out):
     return out
 
 
+def scaling_figure(rows, out, metric="rollouts_per_s"):
+    series = defaultdict(dict)
+    for variant, _, m, value, _ in rows:
+        v = re.fullmatch(r"([a-z-]+)-np(\d+)-t(\d+)", variant)
+        if v and m == metric:
+            series[f"{v.group(1)} ({v.group(3)} thread{'s' if v.group(3) != '1' else ''})"][int(v.group(2))] = value
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, pts in sorted(series.items()):
+        xs = sorted(pts)
+        ax.plot(xs, [pts[x] for x in xs], marker="o", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("processes")
+    ax.set_ylabel(f"{metric} (whole job)")
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("csv", nargs="+")
     p.add_argument("--out", help="folder for the PNG files (default: beside each CSV)")
+    p.add_argument("--scaling", help="also draw NAME.png: bench_mcts rollouts/s against processes over all CSVs")
     a = p.parse_args()
+    if a.scaling:
+        every = [r for path in a.csv for r in read_rows(path)]
+        print(scaling_figure(every, a.scaling + ".png"))
+        return
     for path in a.csv:
         rows = read_rows(path)
         base = os.path.splitext(os.path.basename(path))[0]

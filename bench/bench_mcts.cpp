@@ -1,0 +1,225 @@
+// bench_mcts: MCTS for Hex under the tree policies (issue 19; docs/mcts.md).
+//   loomrun -n P bench/bench_mcts [--quick] [--csv FILE] [--board N] [--K K] [--policy P,...]
+//                                 [--threads T] [--seconds S] [--match] [search flags]
+// Throughput from the empty board and from 10 fixed mid-game positions, each search `--seconds`
+// long. Under loomrun -n P the run first measures local-np1-t1 and local-np1-t2 on rank 0 alone
+// while the other processes sleep, then each policy on every process: every ratio is taken in
+// one run. Rows (variant `<policy>-np<P>-t<T>`, size N): rollouts_per_s (empty board),
+// rollouts_per_s_mid, playouts_per_s, rollouts_per_cpu_s, speedup (rollouts_per_s over
+// local-np1-t1's), and per rollout remote_calls, messages, bytes, misses, invalidations,
+// vl_collisions, depth; load_avg beside each. --match plays each policy against local-1t
+// (bench/mcts_match.cpp).
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_common.hpp"
+#include "bench/mcts_match.hpp"
+#include "mcts_shared_tree/hex.hpp"
+#include "mcts_shared_tree/options.hpp"
+#include "mcts_shared_tree/policies.hpp"
+
+using namespace loom;
+using namespace loom::bench;
+using mcts::Hex;
+
+namespace {
+
+struct Args {
+  bool quick = false, match = false;
+  std::string csv;
+  std::vector<mcts::TreePolicy> policies{mcts::TreePolicy::OwnerInvoked, mcts::TreePolicy::CachedShared, mcts::TreePolicy::Root};
+  mcts::SearchFlags flags;
+  bool seconds_given = false;
+  int games = 0;  // --match: openings to play (0: all)
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  a.flags.budget = mcts::Budget{0, 1.0};
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    if (s == "--policy" && i + 1 < argc) {  // a list here
+      a.policies.clear();
+      std::stringstream ss(argv[++i]);
+      for (std::string p; std::getline(ss, p, ',');)
+        if (mcts::parse_tree_policy(p) != mcts::TreePolicy::Local) a.policies.push_back(mcts::parse_tree_policy(p));
+    } else if (s == "--seconds" && i + 1 < argc) {
+      mcts::take_search_flag(argc, argv, i, a.flags);
+      a.seconds_given = true;
+    } else if (mcts::take_search_flag(argc, argv, i, a.flags)) {
+      continue;
+    } else if (s == "--quick") {
+      a.quick = true;
+    } else if (s == "--match") {
+      a.match = true;
+    } else if (s == "--games" && i + 1 < argc) {
+      a.games = static_cast<int>(settings::parse_int(argv[++i], "--games"));
+    } else if (s == "--threads" && i + 1 < argc) {
+      setenv("LOOM_THREADS", argv[++i], 1);  // read by the Runtime
+    } else if (s == "--csv" && i + 1 < argc) {
+      a.csv = argv[++i];
+    } else {
+      fail("bench_mcts: unknown argument ", s, " (--quick, --csv FILE, --policy P[,P], --threads T, --seconds S, --match, --games N,\n",
+           mcts::search_flags_usage(), ")");
+    }
+  }
+  if (a.flags.budget.seconds <= 0) fail("bench_mcts: throughput is measured with --seconds, not --rollouts");
+  if (a.quick && !a.seconds_given) a.flags.budget.seconds = 0.25;
+  return a;
+}
+
+// Ten positions from the middle of a game: a third of the board filled by a fixed random game,
+// nobody connected yet and no win in one move (the same positions in every run).
+std::vector<Hex::State> mid_game_positions(const Hex& g, int count) {
+  std::vector<Hex::State> out;
+  mcts::Rng rng(20261125);
+  while (static_cast<int>(out.size()) < count) {
+    Hex::State s = g.initial();
+    Hex::Move legal[Hex::kMaxN * Hex::kMaxN];
+    for (int k = 0; k < g.max_moves() / 3; ++k) {
+      const int n = g.legal_moves(s, legal);
+      g.play(s, legal[rng.below(static_cast<uint32_t>(n))]);
+    }
+    if (g.winner(s) < 0 && mcts::winning_move(g, s) < 0) out.push_back(s);
+  }
+  return out;
+}
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+struct Measured {
+  double empty_rate = 0, mid_rate = 0, playouts = 0, rollouts = 0, seconds = 0, cpu = 0;
+  mcts::RolloutCounters c;
+};
+
+// One search per position: the empty board, then the mid-game ones. Every process that takes
+// part calls it; CPU time is summed over them.
+Measured measure(mcts::Search<Hex>& s, const Hex& g, const std::vector<Hex::State>& mid, mcts::Budget b, Runtime& rt, bool alone) {
+  Measured m;
+  const double cpu0 = cpu_seconds();
+  auto one = [&](const Hex::State& p) {
+    const mcts::SearchResult r = s.run(p, b);
+    m.c.add(r.counters);
+    m.rollouts += static_cast<double>(r.counters.rollouts), m.seconds += r.seconds;
+    m.playouts += static_cast<double>(r.counters.playouts);
+    return static_cast<double>(r.counters.rollouts) / r.seconds;
+  };
+  m.empty_rate = one(g.initial());
+  double mid_rollouts = 0, mid_seconds = 0;
+  for (const Hex::State& p : mid) {
+    const double r0 = m.rollouts, s0 = m.seconds;
+    one(p);
+    mid_rollouts += m.rollouts - r0, mid_seconds += m.seconds - s0;
+  }
+  m.mid_rate = mid_rollouts / mid_seconds;
+  m.cpu = cpu_seconds() - cpu0;
+  if (!alone) {
+    double total = 0;
+    for (double c : rt.bootstrap().allgather_value(m.cpu)) total += c;
+    m.cpu = total;
+  }
+  return m;
+}
+
+void add_rows(const std::string& variant, size_t n, const Measured& m, double baseline, std::vector<Row>& rows) {
+  const double per = std::max(1.0, m.rollouts);
+  const mcts::RolloutCounters& c = m.c;
+  rows.push_back({variant, n, "rollouts_per_s", m.empty_rate, "1/s"});
+  rows.push_back({variant, n, "rollouts_per_s_mid", m.mid_rate, "1/s"});
+  rows.push_back({variant, n, "playouts_per_s", m.playouts / m.seconds, "1/s"});
+  rows.push_back({variant, n, "rollouts_per_cpu_s", m.rollouts / m.cpu, "1/s"});
+  rows.push_back({variant, n, "speedup", baseline > 0 ? m.empty_rate / baseline : 1.0, "x"});
+  rows.push_back({variant, n, "speedup_mid", 0, "x"});  // filled by the caller
+  rows.push_back({variant, n, "remote_calls", static_cast<double>(c.remote_calls) / per, "per rollout"});
+  rows.push_back({variant, n, "messages", static_cast<double>(c.messages) / per, "per rollout"});
+  rows.push_back({variant, n, "bytes", static_cast<double>(c.bytes) / per, "per rollout"});
+  rows.push_back({variant, n, "misses", static_cast<double>(c.misses) / per, "per rollout"});
+  rows.push_back({variant, n, "invalidations", static_cast<double>(c.invalidations) / per, "per rollout"});
+  rows.push_back({variant, n, "vl_collisions", static_cast<double>(c.vl_collisions) / per, "per rollout"});
+  rows.push_back({variant, n, "depth", static_cast<double>(c.depth_sum) / per, "edges"});
+  rows.push_back({variant, n, "load_avg", load_average(), ""});
+}
+
+double value_of(const std::vector<Row>& rows, const std::string& variant, const std::string& metric) {
+  for (const Row& r : rows)
+    if (r.variant == variant && r.metric == metric) return r.value;
+  return 0;
+}
+
+void print_table(const std::vector<Row>& rows, const std::vector<std::string>& variants) {
+  std::printf("\n%-26s %12s %12s %8s %8s %8s %8s %8s %8s %8s %6s\n", "variant", "rollouts/s", "mid", "x local", "x mid", "calls/r", "msgs/r",
+              "misses/r", "vl/r", "depth", "load");
+  for (const std::string& v : variants)
+    std::printf("%-26s %12.0f %12.0f %8.2f %8.2f %8.2f %8.2f %8.3f %8.3f %8.2f %6.2f\n", v.c_str(), value_of(rows, v, "rollouts_per_s"),
+                value_of(rows, v, "rollouts_per_s_mid"), value_of(rows, v, "speedup"), value_of(rows, v, "speedup_mid"),
+                value_of(rows, v, "remote_calls"), value_of(rows, v, "messages"), value_of(rows, v, "misses"), value_of(rows, v, "vl_collisions"),
+                value_of(rows, v, "depth"), value_of(rows, v, "load_avg"));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  try {
+    a = parse(argc, argv);
+  } catch (const std::exception& e) {  // before the Runtime: its one-line error handler is not set yet
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  Runtime rt(argc, argv);
+  const int np = rt.size(), threads = rt.threads_per_process();
+  const Hex g(a.flags.board);
+  const std::vector<Hex::State> mid = mid_game_positions(g, a.quick ? 3 : 10);
+  const size_t n = static_cast<size_t>(a.flags.board);
+  std::vector<Row> rows;
+  std::vector<std::string> variants;
+  // The baselines: rank 0 alone, the others asleep in the bootstrap's barrier.
+  for (int t : {1, 2}) {
+    const std::string v = "local-np1-t" + std::to_string(t);
+    if (rt.rank() == 0) {
+      mcts::SearchConfig cfg = a.flags.search;
+      cfg.threads = t;
+      mcts::LocalSearch<Hex> s(g, cfg);
+      add_rows(v, n, measure(s, g, mid, a.flags.budget, rt, true), value_of(rows, "local-np1-t1", "rollouts_per_s"), rows);
+    }
+    variants.push_back(v);
+    rt.bootstrap().barrier();
+  }
+  {
+    objects::Context ctx(rt);
+    for (mcts::TreePolicy p : a.policies) {
+      mcts::SearchConfig cfg = a.flags.search;
+      cfg.threads = threads;
+      auto s = mcts::make_search(p, g, cfg, &ctx, &rt);
+      const Measured m = measure(*s, g, mid, a.flags.budget, rt, false);
+      const std::string v = std::string(mcts::name(p)) + "-np" + std::to_string(np) + "-t" + std::to_string(threads);
+      if (rt.rank() == 0) add_rows(v, n, m, value_of(rows, "local-np1-t1", "rollouts_per_s"), rows);
+      variants.push_back(v);
+      if (a.match) match_rows(rt, ctx, p, a.flags.search, MatchOptions::defaults(a.quick, a.games), rows);
+    }
+  }
+  if (rt.rank() == 0) {
+    const double mid1 = value_of(rows, "local-np1-t1", "rollouts_per_s_mid");
+    for (Row& r : rows)
+      if (r.metric == "speedup_mid") r.value = mid1 > 0 ? value_of(rows, r.variant, "rollouts_per_s_mid") / mid1 : 0;
+    std::printf("MCTS for Hex %dx%d, K=%u, %.2f s per search, %d processes x %d threads\n", a.flags.board, a.flags.board, a.flags.search.playouts,
+                a.flags.budget.seconds, np, threads);
+    print_table(rows, variants);
+    print_match_table(rows);
+    std::printf("load average: %.2f\n", load_average());
+    if (!a.csv.empty()) write_csv(a.csv, rows);
+  }
+  rt.barrier();
+  return 0;
+}

@@ -1,0 +1,30 @@
+#pragma once
+// bench_mcts --match: a tree policy against local-1t (one process, one thread) on 9x9, every
+// one-stone opening played twice with the colours swapped, at equal rollouts per move and at
+// equal wall time per move. Rows: variant `<policy>-np<P>-t<T>@equal-rollouts` or
+// `@equal-time`, size 9, metrics win_rate, wilson_lo, wilson_hi (95%), games.
+#include <string>
+#include <vector>
+
+#include "bench/bench_common.hpp"
+#include "mcts_shared_tree/search.hpp"
+#include "objects/context.hpp"
+
+namespace loom::bench {
+
+struct MatchOptions {
+  int board = 9;
+  int openings = 81;        // the first `openings` cells as Black's first stone (each twice)
+  uint64_t rollouts = 1000;  // per move, at equal rollouts
+  double seconds = 0.02;     // per move, at equal time
+  static MatchOptions defaults(bool quick, int games);
+};
+
+// The 95% Wilson score interval of `wins` in `n`.
+std::pair<double, double> wilson(double wins, double n);
+
+// Collective: every process plays every game (rank 0 alone plays local-1t's moves).
+void match_rows(Runtime& rt, objects::Context& ctx, mcts::TreePolicy p, mcts::SearchConfig cfg, const MatchOptions& o, std::vector<Row>& rows);
+void print_match_table(const std::vector<Row>& rows);
+
+}  // namespace loom::bench

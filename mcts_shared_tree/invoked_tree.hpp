@@ -1,0 +1,347 @@
+#pragma once
+// The `owner-invoked` tree policy (Seriema's case study; docs/mcts.md): every node has an owner,
+// a worker thread of some process, found from the node's id (ids are hashes of the path from
+// the root, so a parent names its children without asking anyone). A rollout descends through
+// the nodes its worker owns and continues at a child's owner by a call carrying the rollout
+// (the position and the path so far); the worker where it stops evaluates it and sends each
+// owner on the path one call with the result for its edges. Calls go through each worker's
+// Aggregator. The root's owner (rank 0's first worker) starts every rollout and keeps up to
+// `in_flight` per worker of the job travelling. Workers wait for calls by spinning and
+// yielding, never sleeping, while a search runs: a call is always on its way.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "dsm/common/backoff.hpp"
+#include "invoke/aggregator.hpp"
+#include "mcts_shared_tree/local_tree.hpp"
+#include "mcts_shared_tree/search.hpp"
+#include "objects/context.hpp"
+
+namespace loom::mcts {
+
+namespace invoked {
+
+// One edge of a rollout's path: the node (its id), its owner, the edge taken, the mover there.
+struct Step {
+  uint64_t node;
+  uint32_t owner;
+  uint16_t edge;
+  uint8_t mover;
+  uint8_t pad;
+};
+// One edge's result, for its node's owner.
+struct Result {
+  uint64_t node;
+  uint32_t wins;
+  uint16_t edge;
+  uint8_t root;  // the root's edge: the rollout is over (the starter counts it)
+  uint8_t pad;
+};
+inline uint64_t child_id(uint64_t parent, uint16_t move) {
+  uint64_t h = parent ^ (0x9e3779b97f4a7c15ULL * (static_cast<uint64_t>(move) + 1));
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+  return h ^ (h >> 31);
+}
+
+}  // namespace invoked
+
+template <typename G>
+class InvokedSearch final : public Search<G> {
+  using State = typename G::State;
+  using Step = invoked::Step;
+  using Result = invoked::Result;
+  // A rollout on the wire: [Header][State][Step x depth]; results: [epoch][Result x n]. The
+  // epoch (one per search) keeps a call that arrives after its search ended out of the next.
+  struct Header {
+    uint64_t node;
+    uint32_t depth;
+    uint32_t epoch;
+  };
+
+ public:
+  InvokedSearch(const G& g, SearchConfig cfg, objects::Context& ctx)
+      : Search<G>(g), g_(g), cfg_(cfg), ctx_(ctx), inv_(ctx.invoker()), workers_(static_cast<size_t>(inv_.threads())) {
+    if (inv_.config().helpers != 0) fail("mcts: the owner-invoked policy runs calls on the owners' own threads (LOOM_INVOKE_HELPERS=0)");
+    current_ = this;
+  }
+  ~InvokedSearch() override {
+    if (current_ == this) current_ = nullptr;
+  }
+
+  // Collective; every worker thread of every process runs its part (rank 0's first worker
+  // starts the rollouts, the others serve).
+  SearchResult search(const State& position, Budget budget) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    root_state_ = position;
+    root_id_ = g_.hash(position);
+    done_.store(false, std::memory_order_relaxed);
+    epoch_ = ++searches_;
+    for (auto& w : workers_) w = std::make_unique<Worker>(cfg_.seed * 131 + static_cast<uint64_t>(ctx_.rank()) * 17 + static_cast<uint64_t>(&w - &workers_[0]));
+    ++cfg_.seed;
+    ctx_.process_barrier();
+    std::vector<std::thread> ts;
+    for (int t = 1; t < inv_.threads(); ++t) ts.push_back(ctx_.runtime().spawn_at(t, "mcts-worker", [this, t] { serve(t); }));
+    if (ctx_.rank() == 0) drive(budget);
+    else serve(0);
+    for (auto& t : ts) t.join();
+    ctx_.process_barrier();
+    inv_.poll();  // results sent before their senders arrived (they matter to no one now)
+    RolloutCounters rc;
+    for (auto& w : workers_) rc.add(w->rc);
+    return finish(rc, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+
+ private:
+  struct Worker {
+    explicit Worker(uint64_t seed) : rng(seed) {}
+    std::unordered_map<uint64_t, uint8_t*> nodes;
+    Arena arena;
+    Rng rng;
+    std::unique_ptr<invoke::Aggregator> agg;
+    RolloutCounters rc;
+    std::vector<std::byte> msg;
+  };
+
+  // Records (RDMA WRITEs of aggregated calls) this thread has sent so far.
+  uint64_t records_sent() {
+    uint64_t n = 0;
+    for (const auto& m : inv_.messengers().all())
+      if (m) n += m->records();
+    return n;
+  }
+
+  int gid_of(uint64_t id) const { return static_cast<int>(id % static_cast<uint64_t>(inv_.total_threads())); }
+  int my_gid() const { return inv_.gid(inv_.self()); }
+  Worker& me() { return *workers_[static_cast<size_t>(inv_.self().index)]; }
+  Worker& aggregated() {
+    Worker& w = me();
+    if (!w.agg) w.agg = std::make_unique<invoke::Aggregator>();
+    return w;
+  }
+
+  uint8_t* node_at(Worker& w, uint64_t id, const State& s) {
+    auto [it, fresh] = w.nodes.try_emplace(id, nullptr);
+    if (fresh) {
+      uint16_t legal[1024];
+      const int n = g_.winner(s) >= 0 ? 0 : g_.legal_moves(s, legal);
+      it->second = w.arena.allocate(NodeLayout::bytes(n));
+      NodeLayout::make(it->second, n, legal);
+    }
+    return it->second;
+  }
+
+  // The root's owner: starts rollouts while the budget lasts, keeping `in_flight` travelling;
+  // then waits for the last, and tells every worker the search is over.
+  void drive(Budget b) {
+    Worker& w = aggregated();
+    const uint64_t records = records_sent();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(b.seconds > 0 ? b.seconds : 1e9);
+    uint64_t started = 0;
+    // A short search keeps fewer travelling (a 256th of the rollouts its budget stands for,
+    // one per worker at least): each one in flight is a virtual loss the others' selections
+    // see (at 20 ms a move, 128 travelling won an eighth of its games against one local thread).
+    const uint64_t workers = static_cast<uint64_t>(inv_.total_threads());
+    uint64_t travelling = static_cast<uint64_t>(cfg_.in_flight) * workers;
+    if (const uint64_t expected = expected_rollouts(b, rate_); expected != 0)
+      travelling = std::clamp<uint64_t>(expected / 256, workers, travelling);
+    wait::Backoff backoff(kYields);
+    ProgressClock clock(static_cast<bool>(this->progress_));
+    // Whether the budget allows another rollout (the clock read every 8th): asked before each
+    // start, since a rollout that never leaves this worker (one process) is over at once.
+    auto more_allowed = [&] {
+      if (b.rollouts != 0) return started < b.rollouts;
+      return (started & 7) != 0 || std::chrono::steady_clock::now() < deadline;
+    };
+    for (bool more = true; more || in_flight_ != 0;) {
+      if (clock.due()) this->progress_(Progress{clock.seconds(), started - in_flight_, w.rc.max_depth, root_edges()});
+      bool worked = false;
+      while (more && in_flight_ < travelling) {
+        if (!more_allowed()) {
+          more = false;
+          break;
+        }
+        ++started, ++in_flight_, worked = true;
+        descend(w, root_id_, root_state_, {});
+      }
+      worked |= inv_.poll() > 0;
+      w.agg->flush();
+      if (worked) backoff.reset();
+      else backoff.pause();
+    }
+    for (int g = 0; g < inv_.total_threads(); ++g)
+      if (g != my_gid()) w.agg->call(inv_.thread_of(g), [] {
+        if (current_ != nullptr) current_->done_.store(true, std::memory_order_release);
+      });
+    w.agg->flush();
+    w.rc.messages = records_sent() - records;
+  }
+
+  void serve(int index) {
+    (void)index;
+    Worker& w = aggregated();
+    const uint64_t records = records_sent();
+    wait::Backoff backoff(kYields);
+    while (!done_.load(std::memory_order_acquire)) {
+      const int n = inv_.poll();
+      w.agg->flush();
+      if (n > 0) backoff.reset();
+      else backoff.pause();
+    }
+    w.rc.messages = records_sent() - records;
+  }
+
+  // At node `id` (this worker's): select an edge with virtual loss; go on here, at the child's
+  // owner, or stop and evaluate.
+  void descend(Worker& w, uint64_t id, State s, std::vector<Step> path) {
+    for (;;) {
+      uint8_t* node = node_at(w, id, s);
+      const int n = static_cast<int>(NodeLayout::edges(node));
+      uint64_t* st = NodeLayout::stats(node);
+      const int i = n == 0 ? -1 : select_edge(n, [&](int e) { return EdgeStats::of(st[e]); }, cfg_.exploration, w.rng);
+      if (i < 0) return evaluate_and_report(w, s, path);
+      const uint32_t k = cfg_.playouts, vl = cfg_.virtual_loss * k;
+      if (NodeLayout::in_flight(node)[i]++ != 0) ++w.rc.vl_collisions;
+      const uint32_t visits_before = EdgeStats::of(st[i]).visits;
+      st[i] += EdgeStats::word(vl, 0);
+      const uint16_t move = NodeLayout::moves(node)[i];
+      path.push_back(Step{id, static_cast<uint32_t>(my_gid()), static_cast<uint16_t>(i), static_cast<uint8_t>(g_.to_move(s)), 0});
+      g_.play(s, move);
+      if (visits_before < cfg_.expand_at * k) return evaluate_and_report(w, s, path);
+      const uint64_t child = invoked::child_id(id, move);
+      if (gid_of(child) != my_gid()) return forward(w, child, s, path);
+      id = child;
+    }
+  }
+
+  void forward(Worker& w, uint64_t child, const State& s, const std::vector<Step>& path) {
+    const Header h{child, static_cast<uint32_t>(path.size()), epoch_};
+    w.msg.resize(sizeof h + sizeof s + path.size() * sizeof(Step));
+    std::memcpy(w.msg.data(), &h, sizeof h);
+    std::memcpy(w.msg.data() + sizeof h, &s, sizeof s);
+    std::memcpy(w.msg.data() + sizeof h + sizeof s, path.data(), path.size() * sizeof(Step));
+    w.agg->call_buffer(inv_.thread_of(gid_of(child)), [](std::span<std::byte> b) {
+      if (current_ != nullptr) current_->on_descend(b);
+    }, w.msg);
+    ++w.rc.remote_calls;
+    w.rc.bytes += w.msg.size();
+  }
+
+  void on_descend(std::span<std::byte> b) {
+    Header h;
+    State s;
+    if (b.size() < sizeof h + sizeof s) return;
+    std::memcpy(&h, b.data(), sizeof h);
+    if (h.epoch != epoch_ || h.depth > 1024 || b.size() != sizeof h + sizeof s + h.depth * sizeof(Step)) return;  // not this search's
+    std::memcpy(&s, b.data() + sizeof h, sizeof s);
+    std::vector<Step> path(h.depth);
+    std::memcpy(path.data(), b.data() + sizeof h + sizeof s, h.depth * sizeof(Step));
+    descend(aggregated(), h.node, s, std::move(path));
+  }
+
+  // K playouts here; each owner on the path gets the results for its edges in one call.
+  void evaluate_and_report(Worker& w, const State& s, const std::vector<Step>& path) {
+    const uint32_t k = cfg_.playouts;
+    const int over = g_.winner(s);
+    const uint32_t black = over >= 0 ? (over == 0 ? k : 0) : playouts_won(g_, s, 0, k, w.rng);
+    ++w.rc.rollouts;
+    w.rc.playouts += over >= 0 ? 0 : k;
+    w.rc.depth_sum += path.size();
+    w.rc.max_depth = std::max<uint64_t>(w.rc.max_depth, path.size());
+    std::vector<std::pair<uint32_t, Result>> results;
+    for (size_t d = 0; d < path.size(); ++d)
+      results.push_back({path[d].owner, Result{path[d].node, path[d].mover == 0 ? black : k - black, path[d].edge, d == 0 ? uint8_t{1} : uint8_t{0}, 0}});
+    std::stable_sort(results.begin(), results.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Result> batch;
+    for (size_t i = 0; i < results.size();) {
+      const uint32_t owner = results[i].first;
+      batch.clear();
+      for (; i < results.size() && results[i].first == owner; ++i) batch.push_back(results[i].second);
+      if (static_cast<int>(owner) == my_gid()) {
+        apply(w, batch);
+        continue;
+      }
+      w.msg.resize(8 + batch.size() * sizeof(Result));
+      const uint64_t epoch = epoch_;
+      std::memcpy(w.msg.data(), &epoch, 8);
+      std::memcpy(w.msg.data() + 8, batch.data(), batch.size() * sizeof(Result));
+      w.agg->call_buffer(inv_.thread_of(static_cast<int>(owner)), [](std::span<std::byte> b) {
+        if (current_ != nullptr) current_->on_results(b);
+      }, w.msg);
+      ++w.rc.remote_calls;
+      w.rc.bytes += batch.size() * sizeof(Result);
+    }
+  }
+
+  void on_results(std::span<std::byte> b) {
+    uint64_t epoch = 0;
+    if (b.size() < 8 || (b.size() - 8) % sizeof(Result) != 0) return;
+    std::memcpy(&epoch, b.data(), 8);
+    if (epoch != epoch_) return;
+    std::vector<Result> rs((b.size() - 8) / sizeof(Result));
+    std::memcpy(rs.data(), b.data() + 8, b.size() - 8);
+    apply(me(), rs);
+  }
+
+  // An edge's result replaces its virtual loss; the root's ends the rollout.
+  void apply(Worker& w, const std::vector<Result>& rs) {
+    const uint32_t k = cfg_.playouts, vl = cfg_.virtual_loss * k;
+    for (const Result& r : rs) {
+      auto it = w.nodes.find(r.node);
+      if (it == w.nodes.end() || r.edge >= NodeLayout::edges(it->second)) continue;  // not this search's
+      NodeLayout::stats(it->second)[r.edge] += (static_cast<uint64_t>(static_cast<int64_t>(k) - static_cast<int64_t>(vl)) << 32) + r.wins;
+      --NodeLayout::in_flight(it->second)[r.edge];
+      if (r.root) --in_flight_;
+    }
+  }
+
+  // The root's edges, at rank 0's first worker (their owner).
+  std::vector<RootEdge> root_edges() {
+    std::vector<RootEdge> root;
+    auto it = workers_[0]->nodes.find(root_id_);
+    if (it == workers_[0]->nodes.end()) return root;
+    uint8_t* node = it->second;
+    for (uint32_t i = 0; i < NodeLayout::edges(node); ++i) {
+      const EdgeStats e = EdgeStats::of(NodeLayout::stats(node)[i]);
+      root.push_back(RootEdge{NodeLayout::moves(node)[i], e.visits, e.wins});
+    }
+    return root;
+  }
+
+  // The root's edges (at rank 0's first worker) for everyone.
+  SearchResult finish(RolloutCounters rc, double seconds) {
+    std::vector<RootEdge> root = ctx_.rank() == 0 ? root_edges() : std::vector<RootEdge>{};
+    const auto all = ctx_.runtime().bootstrap().allgather(std::as_bytes(std::span<const RootEdge>(root)));
+    root.resize(all[0].size() / sizeof(RootEdge));
+    std::memcpy(root.data(), all[0].data(), all[0].size());
+    RolloutCounters total;
+    for (const RolloutCounters& c : ctx_.runtime().bootstrap().allgather_value(rc)) total.add(c);
+    rate_ = seconds > 0 ? static_cast<double>(total.rollouts) / seconds : 0;
+    return summarize(std::move(root), total, seconds);
+  }
+
+  static constexpr uint32_t kYields = 1u << 20;  // a wait during a search yields, not sleeps
+  static inline InvokedSearch* current_ = nullptr;
+  const G& g_;
+  SearchConfig cfg_;
+  objects::Context& ctx_;
+  invoke::Invoker& inv_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  State root_state_{};
+  uint64_t root_id_ = 0;
+  uint64_t in_flight_ = 0;  // the root owner's
+  uint32_t epoch_ = 0;      // changed only between searches (collectively)
+  double rate_ = 0;         // the last search's rollouts per second (the whole job's)
+  // Searches of every InvokedSearch in this process so far: every process runs the same
+  // searches in the same order, so the count names a search alike everywhere, and a late call
+  // from an earlier search object never passes for the current one's.
+  static inline uint32_t searches_ = 0;
+  std::atomic<bool> done_{false};
+};
+
+}  // namespace loom::mcts

@@ -1,0 +1,188 @@
+#pragma once
+// The `local` tree policy (docs/mcts.md): one process, a tree in its own memory that its threads
+// share — edge statistics and virtual loss by CPU atomics, children by CAS. Also the tree each
+// process of the `root` policy grows alone.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "mcts_shared_tree/search.hpp"
+
+namespace loom::mcts {
+
+// Memory for nodes, one arena per worker (no lock), freed with the tree.
+class Arena {
+ public:
+  uint8_t* allocate(size_t bytes) {
+    bytes = (bytes + 15) & ~size_t{15};
+    if (used_ + bytes > chunk_size_) {
+      chunk_size_ = std::max(kChunk, bytes);
+      chunks_.push_back(std::make_unique<uint8_t[]>(chunk_size_));
+      used_ = 0;
+    }
+    uint8_t* p = chunks_.back().get() + used_;
+    used_ += bytes;
+    return p;
+  }
+  size_t bytes() const { return chunks_.size() * kChunk; }
+
+ private:
+  static constexpr size_t kChunk = size_t{4} << 20;
+  std::vector<std::unique_ptr<uint8_t[]>> chunks_;
+  size_t chunk_size_ = 0, used_ = 0;
+};
+
+template <typename G>
+class LocalTree {
+  using State = typename G::State;
+
+ public:
+  LocalTree(const G& g, SearchConfig cfg) : g_(g), cfg_(cfg) {}
+
+  void reset(const State& root, int workers) {
+    arenas_.clear();
+    for (int i = 0; i < std::max(workers, 1); ++i) arenas_.push_back(std::make_unique<Arena>());
+    root_state_ = root;
+    root_ = make_node(*arenas_[0], root);
+  }
+
+  // One rollout by worker `w`: selection with virtual loss down to an edge without a node
+  // (creating it once the edge has seen expand_at rollouts), K playouts, backpropagation.
+  void rollout(int w, Rng& rng, RolloutCounters& rc) {
+    struct Step {
+      uint8_t* node;
+      int edge, mover;
+    };
+    Step path[G_max_depth];
+    int depth = 0;
+    State s = root_state_;
+    const uint32_t k = cfg_.playouts, vl = cfg_.virtual_loss * k;
+    // A node of a finished game has no edges: selection stops there.
+    for (uint8_t* node = root_; node != nullptr && depth < G_max_depth;) {
+      const int n = static_cast<int>(NodeLayout::edges(node));
+      uint64_t* st = NodeLayout::stats(node);
+      const int i = select_edge(n, [&](int e) { return EdgeStats::of(std::atomic_ref<uint64_t>(st[e]).load(std::memory_order_relaxed)); },
+                                cfg_.exploration, rng);
+      if (i < 0) break;
+      if (std::atomic_ref<uint32_t>(NodeLayout::in_flight(node)[i]).fetch_add(1, std::memory_order_relaxed) != 0) ++rc.vl_collisions;
+      const uint64_t before = std::atomic_ref<uint64_t>(st[i]).fetch_add(EdgeStats::word(vl, 0), std::memory_order_relaxed);
+      path[depth++] = Step{node, i, g_.to_move(s)};
+      g_.play(s, NodeLayout::moves(node)[i]);
+      node = child_of(node, i, EdgeStats::of(before).visits, s, w);
+    }
+    const int over = g_.winner(s);
+    const uint32_t black = over >= 0 ? (over == 0 ? k : 0) : playouts_won(g_, s, 0, k, rng);
+    for (int d = 0; d < depth; ++d) {
+      const uint32_t wins = path[d].mover == 0 ? black : k - black;
+      const uint64_t delta = (static_cast<uint64_t>(static_cast<int64_t>(k) - static_cast<int64_t>(vl)) << 32) + wins;
+      std::atomic_ref<uint64_t>(NodeLayout::stats(path[d].node)[path[d].edge]).fetch_add(delta, std::memory_order_relaxed);
+      std::atomic_ref<uint32_t>(NodeLayout::in_flight(path[d].node)[path[d].edge]).fetch_sub(1, std::memory_order_relaxed);
+    }
+    ++rc.rollouts;
+    rc.playouts += over >= 0 ? 0 : k;
+    rc.depth_sum += static_cast<uint64_t>(depth);
+    rc.max_depth = std::max<uint64_t>(rc.max_depth, static_cast<uint64_t>(depth));
+  }
+
+  std::vector<RootEdge> root_edges() const {
+    std::vector<RootEdge> out;
+    const int n = static_cast<int>(NodeLayout::edges(root_));
+    for (int i = 0; i < n; ++i) {
+      const EdgeStats e = EdgeStats::of(std::atomic_ref<uint64_t>(NodeLayout::stats(root_)[i]).load(std::memory_order_relaxed));
+      out.push_back(RootEdge{NodeLayout::moves(root_)[i], e.visits, e.wins});
+    }
+    return out;
+  }
+
+ private:
+  static constexpr int G_max_depth = 512;
+
+  uint8_t* make_node(Arena& a, const State& s) {
+    uint16_t legal[1024];
+    const int n = g_.winner(s) >= 0 ? 0 : g_.legal_moves(s, legal);
+    uint8_t* node = a.allocate(NodeLayout::bytes(n));
+    NodeLayout::make(node, n, legal);
+    return node;
+  }
+  // Edge i's child node, made now if the edge has seen expand_at rollouts (the first to get
+  // there wins the CAS; a loser's node is left in its arena); nullptr: evaluate here.
+  uint8_t* child_of(uint8_t* node, int i, uint32_t visits_before, const State& s, int w) {
+    std::atomic_ref<uint64_t> slot(NodeLayout::children(node)[i]);
+    if (uint64_t c = slot.load(std::memory_order_acquire); c != 0) return reinterpret_cast<uint8_t*>(c);
+    if (visits_before < cfg_.expand_at * cfg_.playouts) return nullptr;
+    uint8_t* fresh = make_node(*arenas_[static_cast<size_t>(w)], s);
+    uint64_t expected = 0;
+    slot.compare_exchange_strong(expected, reinterpret_cast<uint64_t>(fresh), std::memory_order_acq_rel);
+    return nullptr;  // evaluate from the new leaf this time
+  }
+
+  const G& g_;
+  SearchConfig cfg_;
+  std::vector<std::unique_ptr<Arena>> arenas_;
+  State root_state_{};
+  uint8_t* root_ = nullptr;
+};
+
+// A thread inherits the affinity of the thread that made it; the runtime pins a process's main
+// thread to one core when the cores suffice, so a worker this search adds would share that core
+// with it. Workers after the first may run on any online core instead.
+void run_on_any_core();
+
+// Runs rollouts on `threads` workers of this process until the budget is spent; worker 0
+// reports progress when `progress` is set.
+template <typename G, typename Tree>
+RolloutCounters run_workers(Tree& tree, int threads, Budget b, uint64_t seed, const ProgressFn& progress = {}) {
+  std::atomic<uint64_t> started{0};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(b.seconds > 0 ? b.seconds : 1e9);
+  std::vector<RolloutCounters> counters(static_cast<size_t>(threads));
+  ProgressClock clock(static_cast<bool>(progress));
+  auto work = [&](int w) {
+    Rng rng(seed * 7919 + static_cast<uint64_t>(w) + 1);
+    RolloutCounters& mine = counters[static_cast<size_t>(w)];
+    for (uint64_t n = 0;; ++n) {
+      if (started.fetch_add(1, std::memory_order_relaxed) >= b.rollouts && b.rollouts != 0) break;
+      if ((n & 15) == 0) {
+        if (b.seconds > 0 && std::chrono::steady_clock::now() >= deadline) break;
+        if (w == 0 && clock.due()) progress(Progress{clock.seconds(), started.load(std::memory_order_relaxed), mine.max_depth, tree.root_edges()});
+      }
+      tree.rollout(w, rng, mine);
+    }
+  };
+  std::vector<std::thread> ts;
+  for (int w = 1; w < threads; ++w)
+    ts.emplace_back([&work, w] {
+      run_on_any_core();
+      work(w);
+    });
+  work(0);
+  for (auto& t : ts) t.join();
+  RolloutCounters total;
+  for (const auto& c : counters) total.add(c);
+  return total;
+}
+
+// The search's answer from its root edges.
+SearchResult summarize(std::vector<RootEdge> root, RolloutCounters rc, double seconds);
+
+template <typename G>
+class LocalSearch final : public Search<G> {
+ public:
+  LocalSearch(const G& g, SearchConfig cfg) : Search<G>(g), g_(g), cfg_(cfg), tree_(g, cfg) {}
+  SearchResult search(const typename G::State& position, Budget budget) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    tree_.reset(position, cfg_.threads);
+    const RolloutCounters rc = run_workers<G>(tree_, cfg_.threads, budget, cfg_.seed++, this->progress_);
+    return summarize(tree_.root_edges(), rc, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+
+ private:
+  const G& g_;
+  SearchConfig cfg_;
+  LocalTree<G> tree_;
+};
+
+}  // namespace loom::mcts

@@ -1,0 +1,29 @@
+#pragma once
+// The command-line flags loom-hex and bench_mcts share (docs/mcts.md, "Settings"):
+//
+//   --policy local|owner-invoked|cached-shared|root   --board N (3..19)
+//   --rollouts N | --seconds S       the budget of one search
+//   --K K  --exploration C  --expand-at N  --virtual-loss N  --in-flight N  --sync-every N
+//   --seed S
+//
+// Worker threads per process are the runtime's (loomrun --threads T).
+#include <string>
+
+#include "mcts_shared_tree/search.hpp"
+
+namespace loom::mcts {
+
+struct SearchFlags {
+  TreePolicy policy = TreePolicy::Local;
+  SearchConfig search;
+  Budget budget{0, 1.0};
+  int board = 11;
+};
+
+// If argv[i] is one of the flags above, takes it and its value (advancing i) and returns true;
+// a bad value is an error that names the flag and what it accepts.
+bool take_search_flag(int argc, char** argv, int& i, SearchFlags& f);
+// The flags' lines for a usage message.
+std::string search_flags_usage();
+
+}  // namespace loom::mcts

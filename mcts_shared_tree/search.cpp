@@ -1,0 +1,80 @@
+#include "mcts_shared_tree/search.hpp"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "dsm/common/error.hpp"
+#include "mcts_shared_tree/local_tree.hpp"
+
+namespace loom::mcts {
+
+std::string_view name(TreePolicy p) {
+  switch (p) {
+    case TreePolicy::Local: return "local";
+    case TreePolicy::OwnerInvoked: return "owner-invoked";
+    case TreePolicy::CachedShared: return "cached-shared";
+    case TreePolicy::Root: return "root";
+  }
+  return "?";
+}
+
+TreePolicy parse_tree_policy(std::string_view s) {
+  for (TreePolicy p : {TreePolicy::Local, TreePolicy::OwnerInvoked, TreePolicy::CachedShared, TreePolicy::Root})
+    if (s == name(p)) return p;
+  fail("mcts: unknown tree policy '", std::string(s), "' (local, owner-invoked, cached-shared, root)");
+}
+
+void RolloutCounters::add(const RolloutCounters& o) {
+  rollouts += o.rollouts, playouts += o.playouts, depth_sum += o.depth_sum;
+  max_depth = std::max(max_depth, o.max_depth);
+  remote_calls += o.remote_calls, messages += o.messages, bytes += o.bytes;
+  misses += o.misses, invalidations += o.invalidations, vl_collisions += o.vl_collisions;
+}
+
+// Built with -fno-math-errno (CMakeLists.txt): the square roots and divisions vectorize.
+int best_uct(int n, const float* visits, const float* wins, float c2_log_total) {
+  alignas(64) float score[kMaxEdges];
+  for (int i = 0; i < n; ++i) {
+    const float inv = 1.0f / visits[i];
+    score[i] = wins[i] * inv + std::sqrt(c2_log_total * inv);
+  }
+  int pick = 0;
+  for (int i = 1; i < n; ++i)
+    if (score[i] > score[pick]) pick = i;
+  return pick;
+}
+
+int most_visited(int n, const uint64_t* stats) {
+  int best = -1;
+  uint32_t most = 0;
+  for (int i = 0; i < n; ++i)
+    if (EdgeStats::of(stats[i]).visits > most) most = EdgeStats::of(stats[i]).visits, best = i;
+  return best;
+}
+
+void run_on_any_core() {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; ++c) CPU_SET(static_cast<int>(c), &all);
+  sched_setaffinity(0, sizeof all, &all);  // best effort: a refusal leaves the inherited set
+}
+
+SearchResult summarize(std::vector<RootEdge> root, RolloutCounters rc, double seconds) {
+  SearchResult r;
+  r.seconds = seconds;
+  r.counters = rc;
+  uint64_t most = 0;
+  for (const RootEdge& e : root)
+    if (e.visits > most) {
+      most = e.visits;
+      r.best = e.move;
+      r.win_rate = static_cast<double>(e.wins) / static_cast<double>(e.visits);
+    }
+  r.root = std::move(root);
+  return r;
+}
+
+}  // namespace loom::mcts

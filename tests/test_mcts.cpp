@@ -1,0 +1,206 @@
+// MCTS for Hex (mcts_shared_tree/) under every tree policy, every process together: openings
+// proven winning on 3x3, 4x4 and 5x5 (../shared/data/hex/openings.txt) chosen from the empty
+// board at 10^4 rollouts, the unique saving move of four 5x5 positions at 10^3, an immediate win
+// taken, and the empty board's root statistics roughly symmetric under a half turn.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mcts_shared_tree/gtp.hpp"
+#include "mcts_shared_tree/hex.hpp"
+#include "mcts_shared_tree/policies.hpp"
+#include "tests/mp_test.hpp"
+
+using loom::mcts::Budget;
+using loom::mcts::Hex;
+using loom::mcts::SearchConfig;
+using loom::mcts::TreePolicy;
+using loom::test::rt;
+
+namespace {
+
+class Mcts : public ::testing::TestWithParam<TreePolicy> {
+ protected:
+  static void SetUpTestSuite() { ctx_ = new loom::objects::Context(rt()); }
+  static void TearDownTestSuite() {
+    delete ctx_;
+    ctx_ = nullptr;
+  }
+  // The policy's search; `local` runs on rank 0 alone (the others wait).
+  std::unique_ptr<loom::mcts::Search<Hex>> search(const Hex& g, uint64_t seed, double exploration = SearchConfig{}.exploration) {
+    SearchConfig cfg;
+    cfg.seed = seed;
+    cfg.exploration = exploration;
+    cfg.threads = rt().threads_per_process();
+    return loom::mcts::make_search(GetParam(), g, cfg, ctx_, &rt());
+  }
+  bool runs_here() const { return GetParam() != TreePolicy::Local || rt().rank() == 0; }
+  // Seeds 1..20 from `position`: how many chose a move of `good`.
+  int good_choices(const Hex& g, const Hex::State& position, const std::set<std::string>& good, uint64_t rollouts) {
+    auto s = search(g, 1000);
+    int right = 0;
+    for (uint64_t seed = 1; seed <= 20; ++seed) {
+      if (!runs_here()) continue;
+      s = search(g, seed);
+      const auto r = s->run(position, Budget{rollouts, 0});
+      right += good.count(g.move_name(static_cast<Hex::Move>(r.best)));
+    }
+    ctx_->process_barrier();
+    return right;
+  }
+  static inline loom::objects::Context* ctx_ = nullptr;
+};
+
+std::set<std::string> words(const std::string& list) {
+  std::set<std::string> out;
+  std::stringstream ss(list);
+  for (std::string w; std::getline(ss, w, ',');) out.insert(w);
+  return out;
+}
+
+Hex::State position(const Hex& g, const std::string& p1, const std::string& p2) {
+  Hex::State s = g.initial();
+  for (const auto& m : words(p1)) g.place(s, 0, *g.parse_move(m));
+  for (const auto& m : words(p2)) g.place(s, 1, *g.parse_move(m));
+  return s;
+}
+
+TEST_P(Mcts, OpeningsChosenAreProvenWins) {
+  const std::pair<int, const char*> boards[] = {{3, "c1,a2,b2,c2,a3"}, {4, "d1,c2,b3,a4"}, {5, "e1,b2,c2,d2,e2,b3,c3,d3,a4,b4,c4,d4,a5"}};
+  for (const auto& [n, winning] : boards) {
+    Hex g(n);
+    const int right = good_choices(g, g.initial(), words(winning), 10000);
+    if (rt().rank() == 0) {
+      EXPECT_GE(right, 19) << n << "x" << n << ": " << right << " of 20 seeds chose a winning opening";
+    }
+  }
+}
+
+TEST_P(Mcts, TheOnlySavingMoveIsFound) {
+  struct Case {
+    const char *p1, *p2, *answer;
+  };
+  const Case cases[] = {{"d1,a2,a3,c3,b4", "d2,e4,b5,c5,d5", "a5"},
+                        {"a2,c2,d4,a5,e5", "b2,e2,b3,d3,a4", "c3"},
+                        {"a1,d1,e2,c4,a5", "e1,b2,c2,c3,a4", "d2"},
+                        {"e1,a2,c3,a5,b5", "a1,b3,d3,c4,d4", "b4"}};
+  Hex g(5);
+  for (const Case& c : cases) {
+    const int right = good_choices(g, position(g, c.p1, c.p2), {c.answer}, 1000);
+    if (rt().rank() == 0) {
+      EXPECT_GE(right, 19) << c.p1 << " | " << c.p2 << " -> " << c.answer << ": " << right << " of 20";
+    }
+  }
+}
+
+TEST_P(Mcts, AnImmediateWinIsTaken) {
+  Hex g(5);
+  // Black holds a1..a4 and c1, White blocks elsewhere: a5 wins at once; nothing else does.
+  const Hex::State s = position(g, "a1,a2,a3,a4,c1", "b1,b2,b3,e3,e5");
+  const int right = good_choices(g, s, {"a5"}, 1000);
+  if (rt().rank() == 0) {
+    EXPECT_EQ(right, 20);
+  }
+}
+
+// A search by time ends on time and has searched: the owner-invoked policy alone in one process
+// (every rollout over before the next starts) checked the clock only between rounds of starts
+// and never left its first round (a 1 s search ran for minutes and 12 GiB).
+TEST_P(Mcts, ASearchByTimeEndsOnTime) {
+  Hex g(7);
+  auto s = search(g, 5);
+  if (runs_here()) {
+    const auto r = s->run(g.initial(), Budget{0, 0.2});
+    EXPECT_LT(r.seconds, 2.0);
+    EXPECT_GT(r.counters.rollouts, 0u);
+    EXPECT_GE(r.best, 0);
+  }
+  ctx_->process_barrier();
+}
+
+// A cell and its half-turn (r, c) -> (N-1-r, N-1-c) are worth the same. With a large
+// exploration constant every cell is tried often: the win rates of a cell and its image agree,
+// and so, roughly, do their visits.
+TEST_P(Mcts, TheEmptyBoardLooksTheSameAfterAHalfTurn) {
+  Hex g(5);
+  auto s = search(g, 99, 2.0);
+  if (runs_here()) {
+    const auto r = s->run(g.initial(), Budget{40000, 0});
+    std::vector<double> visits(25, 0), rate(25, 0);
+    for (const auto& e : r.root) {
+      visits[e.move] = static_cast<double>(e.visits);
+      rate[e.move] = e.visits == 0 ? 0 : static_cast<double>(e.wins) / static_cast<double>(e.visits);
+    }
+    for (int c = 0; c < 12; ++c) {
+      const size_t a = static_cast<size_t>(c), b = static_cast<size_t>(24 - c);
+      const std::string pair = g.move_name(static_cast<Hex::Move>(a)) + " and " + g.move_name(static_cast<Hex::Move>(b));
+      EXPECT_LT(std::fabs(rate[a] - rate[b]), 0.05) << pair << ": win rates " << rate[a] << " and " << rate[b];
+      EXPECT_LT(std::fabs(visits[a] - visits[b]), 0.5 * std::max(visits[a], visits[b]) + 200) << pair << ": visits " << visits[a] << " and " << visits[b];
+    }
+  }
+  ctx_->process_barrier();
+}
+
+// loom-hex's protocol: a scripted session through serve_gtp (rank 0 reads it), bad commands
+// included; a refused command leaves the board as it was.
+TEST_P(Mcts, TheEngineAnswersAScriptedSession) {
+  loom::mcts::EngineOptions o;
+  o.policy = GetParam();
+  o.board = 5;
+  o.budget = Budget{500, 0};
+  o.quiet = true;
+  loom::mcts::HexEngine engine(o, rt(), ctx_);
+  std::istringstream in(
+      "1 name\nprotocol_version\nboardsize 4\nboardsize 20\nboardsize 4 5\nplay b a1\nplay b b1\nplay w a1\nplay w e9\nplay white z\n"
+      "play green b2\nfrobnicate\n# a comment\n\nshowboard\nundo\nundo\nloom-budget seconds -1\nloom-budget rollouts 300\n"
+      "known_command genmove\nknown_command frobnicate\n7 genmove b\ngenmove b\nquit\nname\n");
+  std::ostringstream out;
+  loom::mcts::serve_gtp(engine, rt(), in, out);
+  if (rt().rank() != 0) return;
+  std::vector<std::string> replies;
+  std::string all = out.str();
+  for (size_t at = 0, end; (end = all.find("\n\n", at)) != std::string::npos; at = end + 2) replies.push_back(all.substr(at, end - at));
+  ASSERT_EQ(replies.size(), 22u) << all;
+  EXPECT_EQ(replies[0], "=1 loom-hex");
+  EXPECT_EQ(replies[1], "= 2");
+  EXPECT_EQ(replies[2], "=");
+  EXPECT_EQ(replies[3], "? unacceptable size");
+  EXPECT_EQ(replies[4].substr(0, 2), "? ");
+  EXPECT_EQ(replies[5], "=");                                          // play b a1
+  EXPECT_EQ(replies[6], "? illegal move: white is to move");           // play b b1
+  EXPECT_EQ(replies[7], "? illegal move: a1 is occupied");
+  EXPECT_EQ(replies[8], "? illegal move: 'e9' is not a cell of the board");
+  EXPECT_EQ(replies[9], "? illegal move: 'z' is not a cell of the board");
+  EXPECT_EQ(replies[10], "? invalid color 'green'");
+  EXPECT_EQ(replies[11], "? unknown command");
+  // Only a1 is on the 4x4 board after the refusals.
+  EXPECT_EQ(replies[12], "= \n   a  b  c  d \n 1 X  .  .  . \n  2 .  .  .  . \n   3 .  .  .  . \n    4 .  .  .  . ") << replies[12];
+  EXPECT_EQ(replies[13], "=");
+  EXPECT_EQ(replies[14], "? cannot undo");
+  EXPECT_EQ(replies[15].substr(0, 2), "? ");
+  EXPECT_EQ(replies[16], "=");
+  EXPECT_EQ(replies[17], "= true");
+  EXPECT_EQ(replies[18], "= false");
+  // Black's move on the empty 4x4 board: a cell of it.
+  ASSERT_EQ(replies[19].substr(0, 3), "=7 ");
+  const Hex g(4);
+  EXPECT_TRUE(g.parse_move(replies[19].substr(3)).has_value()) << replies[19];
+  EXPECT_EQ(replies[20].substr(0, 2), "? ") << "black just moved: white is to move";
+  EXPECT_EQ(replies[21], "=");  // quit; nothing after it is read
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, Mcts,
+                         ::testing::Values(TreePolicy::Local, TreePolicy::OwnerInvoked, TreePolicy::CachedShared, TreePolicy::Root),
+                         [](const auto& info) {
+                           std::string n(loom::mcts::name(info.param));
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+
+}  // namespace
