@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -180,11 +181,12 @@ class CachedSearch final : public Search<G> {
     uint8_t* p = sp_.writing(r_->base() + at, bytes);
     const uint64_t off = at;
     const NodeHead h{static_cast<uint32_t>(n), static_cast<uint32_t>(next_edge_), stamp(off)};
-    // The moves before the stamp: another thread of this process may publish the block between
-    // the two stores, and a version that shows the stamp must hold the moves.
+    // The moves before the stamp (a releasing store, last): another thread of this process may
+    // publish the block between the stores, and a version that shows the stamp must hold the
+    // moves.
     std::memcpy(p + sizeof h, legal, static_cast<size_t>(n) * 2);
-    std::atomic_thread_fence(std::memory_order_release);
-    std::memcpy(p, &h, sizeof h);
+    std::memcpy(p, &h, offsetof(NodeHead, tag));
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p + offsetof(NodeHead, tag))).store(h.tag, std::memory_order_release);
     next_edge_ += static_cast<uint64_t>(n);
     arena_used_ = used;
     return off;

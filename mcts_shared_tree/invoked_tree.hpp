@@ -318,7 +318,7 @@ class InvokedSearch final : public Search<G> {
     std::vector<RootEdge> root = ctx_.rank() == 0 ? root_edges() : std::vector<RootEdge>{};
     const auto all = ctx_.runtime().bootstrap().allgather(std::as_bytes(std::span<const RootEdge>(root)));
     root.resize(all[0].size() / sizeof(RootEdge));
-    std::memcpy(root.data(), all[0].data(), all[0].size());
+    if (!all[0].empty()) std::memcpy(root.data(), all[0].data(), all[0].size());
     RolloutCounters total;
     for (const RolloutCounters& c : ctx_.runtime().bootstrap().allgather_value(rc)) total.add(c);
     rate_ = seconds > 0 ? static_cast<double>(total.rollouts) / seconds : 0;

@@ -139,7 +139,7 @@ std::vector<std::vector<std::byte>> EmbeddedBootstrap::allgather(std::span<const
   // Rounds of at most one slot per rank, until every rank's blob is complete.
   for (;;) {
     size_t n = std::min(kSlotBytes, mine.size() - offset);
-    std::memcpy(slots_ + kSlotBytes * static_cast<size_t>(rank_), mine.data() + offset, n);
+    if (n != 0) std::memcpy(slots_ + kSlotBytes * static_cast<size_t>(rank_), mine.data() + offset, n);  // an empty span may have no data
     uint64_t remaining_after = mine.size() - offset - n;
     h_->lengths()[rank_].store((static_cast<uint64_t>(n) << 1) | (remaining_after != 0 ? 1u : 0u), std::memory_order_release);
     barrier();
