@@ -80,7 +80,6 @@ class InvokedSearch final : public Search<G> {
     const auto t0 = std::chrono::steady_clock::now();
     root_state_ = position;
     root_id_ = g_.hash(position);
-    done_.store(false, std::memory_order_relaxed);
     epoch_ = ++searches_;
     for (auto& w : workers_) w = std::make_unique<Worker>(cfg_.seed * 131 + static_cast<uint64_t>(ctx_.rank()) * 17 + static_cast<uint64_t>(&w - &workers_[0]));
     ++cfg_.seed;
@@ -106,6 +105,7 @@ class InvokedSearch final : public Search<G> {
     std::unique_ptr<invoke::Aggregator> agg;
     RolloutCounters rc;
     std::vector<std::byte> msg;
+    bool done = false;  // this search's end reached this worker (its own thread's call)
   };
 
   // Records (RDMA WRITEs of aggregated calls) this thread has sent so far.
@@ -176,7 +176,7 @@ class InvokedSearch final : public Search<G> {
     }
     for (int g = 0; g < inv_.total_threads(); ++g)
       if (g != my_gid()) w.agg->call(inv_.thread_of(g), [] {
-        if (current_ != nullptr) current_->done_.store(true, std::memory_order_release);
+        if (current_ != nullptr) current_->me().done = true;
       });
     w.agg->flush();
     w.rc.messages = records_sent() - records;
@@ -187,7 +187,10 @@ class InvokedSearch final : public Search<G> {
     Worker& w = aggregated();
     const uint64_t records = records_sent();
     wait::Backoff backoff(kYields);
-    while (!done_.load(std::memory_order_acquire)) {
+    // Each worker waits for its own end-of-search call: with a flag per process, a worker that
+    // saw another's call left its own in its channel, and it ended the next search at once
+    // (the rollouts sent to that worker then never came back: two threads per process hung).
+    while (!w.done) {
       const int n = inv_.poll();
       w.agg->flush();
       if (n > 0) backoff.reset();
@@ -341,7 +344,6 @@ class InvokedSearch final : public Search<G> {
   // searches in the same order, so the count names a search alike everywhere, and a late call
   // from an earlier search object never passes for the current one's.
   static inline uint32_t searches_ = 0;
-  std::atomic<bool> done_{false};
 };
 
 }  // namespace loom::mcts
