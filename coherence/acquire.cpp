@@ -27,6 +27,7 @@ void Space::Impl::apply_notices(std::optional<LaneGuard>& lane) {
     // before anyone writes to it, so no notice waited for its region).
     if (notices.generation() == notices_applied) return;
     notices_applied = notices.generation();
+    st_notices.fetch_add(notices.entries().size(), std::memory_order_relaxed);
     for (const Notice& e : notices.entries()) {
       RegionState* rs = state_by_id(static_cast<uint32_t>(e.key >> 32));
       if (rs == nullptr) continue;  // a region destroyed since

@@ -125,6 +125,7 @@ void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m) {
       if (fast && data_reads == 1) st_fast.fetch_add(1, std::memory_order_relaxed);
     }
     if (data_reads > 1) st_retries.fetch_add(data_reads - 1, std::memory_order_relaxed);
+    st_fetched.fetch_add(data_reads * rs.r->block_size(), std::memory_order_relaxed);
     m.data_wts = wts;
     m.hint_home = d.word0.home();
     m.hint_wts = wts;

@@ -141,6 +141,8 @@ Stats Space::stats() const {
   s.exclusive_claims = I.st_claims.load();
   s.downgrades = I.st_downgrades.load();
   s.downgrades_asked = I.st_asked.load();
+  s.notices = I.st_notices.load();
+  s.bytes_fetched = I.st_fetched.load();
   return s;
 }
 

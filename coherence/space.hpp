@@ -62,6 +62,8 @@ struct Stats {
   uint64_t exclusive_claims = 0;  // releases that kept a block writable in place (no one else holds it)
   uint64_t downgrades = 0;        // exclusive blocks this process gave up when another asked
   uint64_t downgrades_asked = 0;  // downgrades this process asked another for
+  uint64_t notices = 0;           // write notices (entries, chunks included) applied by acquires
+  uint64_t bytes_fetched = 0;     // block data read by the read path (misses and their retries)
   // How writes to regions are tracked (loom-info also says what else the kernel offers).
   const char* write_tracking = region::kWriteTrackingInUse;
 };

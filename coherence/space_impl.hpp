@@ -82,7 +82,7 @@ struct Space::Impl {
   std::exception_ptr bar_error;
 
   std::atomic<uint64_t> st_faults{0}, st_misses{0}, st_reval{0}, st_twins{0}, st_released{0}, st_retries{0},
-      st_inval{0}, st_fast{0}, st_claims{0}, st_downgrades{0}, st_asked{0};
+      st_inval{0}, st_fast{0}, st_claims{0}, st_downgrades{0}, st_asked{0}, st_notices{0}, st_fetched{0};
 
   // Exclusive blocks claimed by the release in progress (fence_mu held), their mutexes held
   // until their pages are made writable in one call per run (flush_claims).

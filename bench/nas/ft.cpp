@@ -1,0 +1,237 @@
+// FT: NPB's spectral solver of the heat equation by 3-D FFTs; verified by a checksum of 1024
+// points after each of niter steps (1e-12 each). The fields are shared arrays of complex values
+// (x fastest): members transform x and y in the z planes they own, and z along the y rows they
+// own, which is where the data moves between members; the per-point steps (twiddle, evolve)
+// follow the rows.
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <stdexcept>
+#include <vector>
+
+#include "bench/nas/fft.hpp"
+#include "bench/nas/kernel.hpp"
+#include "bench/nas/lcg.hpp"
+
+namespace loom::nas {
+namespace {
+
+struct FtClass {
+  char cls;
+  size_t nx, ny, nz;
+  int niter;
+  double ref[20][2];
+};
+
+constexpr FtClass kClasses[] = {
+    {'S', 64, 64, 64, 6, {{5.546087004964e+02, 4.845363331978e+02}, {5.546385409189e+02, 4.865304269511e+02}, {5.546148406171e+02, 4.883910722336e+02},
+                          {5.545423607415e+02, 4.901273169046e+02}, {5.544255039624e+02, 4.917475857993e+02}, {5.542683411902e+02, 4.932597244941e+02}}},
+    {'W', 128, 128, 32, 6, {{5.673612178944e+02, 5.293246849175e+02}, {5.631436885271e+02, 5.282149986629e+02}, {5.594024089970e+02, 5.270996558037e+02},
+                            {5.560698047020e+02, 5.260027904925e+02}, {5.530898991250e+02, 5.249400845633e+02}, {5.504159734538e+02, 5.239212247086e+02}}},
+    {'A', 256, 256, 128, 6, {{5.046735008193e+02, 5.114047905510e+02}, {5.059412319734e+02, 5.098809666433e+02}, {5.069376896287e+02, 5.098144042213e+02},
+                             {5.077892868474e+02, 5.101336130759e+02}, {5.085233095391e+02, 5.104914655194e+02}, {5.091487099959e+02, 5.107917842803e+02}}},
+    {'B', 512, 256, 256, 20, {{5.177643571579e+02, 5.077803458597e+02}, {5.154521291263e+02, 5.088249431599e+02}, {5.146409228649e+02, 5.096208912659e+02},
+                              {5.142378756213e+02, 5.101023387619e+02}, {5.139626667737e+02, 5.103976610617e+02}, {5.137423460082e+02, 5.105948019802e+02},
+                              {5.135547056878e+02, 5.107404165783e+02}, {5.133910925466e+02, 5.108576573661e+02}, {5.132470705390e+02, 5.109577278523e+02},
+                              {5.131197729984e+02, 5.110460304483e+02}, {5.130070319283e+02, 5.111252433800e+02}, {5.129070537032e+02, 5.111968077718e+02},
+                              {5.128182883502e+02, 5.112616233064e+02}, {5.127393733383e+02, 5.113203605551e+02}, {5.126691062020e+02, 5.113735928093e+02},
+                              {5.126064276004e+02, 5.114218460548e+02}, {5.125504076570e+02, 5.114656139760e+02}, {5.125002331720e+02, 5.115053595966e+02},
+                              {5.124551951846e+02, 5.115415130407e+02}, {5.124146770029e+02, 5.115744692211e+02}}},
+};
+
+const FtClass& ft_class(char cls) {
+  for (const FtClass& c : kClasses)
+    if (c.cls == cls) return c;
+  throw std::invalid_argument(std::string("FT: no class ") + cls);
+}
+
+constexpr size_t kBatch = kFftBatch;
+constexpr double kAlpha = 1e-6;
+constexpr uint64_t kSeed = 314159265;
+
+class Solver {
+ public:
+  Solver(Team& team, const FtClass& c)
+      : team_(team), c_(c), planes_(team.part(c.nz)), rows_(team.part(c.ny, std::max<size_t>(1, team.unit() / (c.nx * sizeof(Complex))))),
+        wx_(fft_roots(c.nx)), wy_(fft_roots(c.ny)), wz_(fft_roots(c.nz)) {
+    const size_t cells = c.nx * c.ny * c.nz;
+    u0_ = team.shared<Complex>(cells);
+    u1_ = team.shared<Complex>(cells);
+    twiddle_ = team.shared<double>(cells);
+    const size_t longest = std::max({c.nx, c.ny, c.nz});
+    scratch_.resize(2 * longest * kBatch);
+    in_.resize(c.nz);
+    out_.resize(c.nz);
+  }
+
+  // compute_indexmap, compute_initial_conditions and the forward transform u1 -> u0.
+  void setup() {
+    twiddle();
+    initial_conditions();
+    planes_xy(+1, u1_);
+    team_.barrier();
+    rows_z(+1, u1_, u0_);
+  }
+  // One step: evolve, the inverse transform of u1, its checksum.
+  Complex step() {
+    evolve();
+    rows_z(-1, u1_, u1_);
+    team_.barrier();
+    planes_xy(-1, u1_);
+    return checksum();
+  }
+
+ private:
+  Complex& at(Complex* u, size_t i, size_t j, size_t k) const { return u[i + c_.nx * (j + c_.ny * k)]; }
+  size_t row_at(size_t j, size_t k) const { return c_.nx * (j + c_.ny * k); }
+
+  void twiddle() {
+    const double ap = -4.0 * kAlpha * M_PI * M_PI;
+    auto wave = [](size_t i, size_t n) { return static_cast<long>((i + n / 2) % n) - static_cast<long>(n / 2); };
+    for (size_t k = 0; k < c_.nz; ++k)
+      for (size_t j = rows_.lo; j < rows_.hi; ++j) {
+        const long kk = wave(k, c_.nz), jj = wave(j, c_.ny);
+        double* t = team_.writing(twiddle_ + row_at(j, k), c_.nx);
+        for (size_t i = 0; i < c_.nx; ++i) {
+          const long ii = wave(i, c_.nx);
+          t[i] = std::exp(ap * static_cast<double>(ii * ii + jj * jj + kk * kk));
+        }
+      }
+  }
+
+  void initial_conditions() {
+    for (size_t k = planes_.lo; k < planes_.hi; ++k) {
+      Lcg g(kSeed);
+      g.skip(2 * c_.nx * c_.ny * k);
+      Complex* plane = team_.writing(u1_ + row_at(0, k), c_.nx * c_.ny);
+      g.fill(reinterpret_cast<double*>(plane), static_cast<long>(2 * c_.nx * c_.ny));
+    }
+  }
+
+  // x then y (forward) or y then x (inverse) in each owned plane of u, in place.
+  void planes_xy(int sign, Complex* u) {
+    for (size_t k = planes_.lo; k < planes_.hi; ++k) {
+      Complex* p = team_.writing(u + row_at(0, k), c_.nx * c_.ny);
+      if (sign > 0) {
+        along_x(sign, p);
+        along_y(sign, p);
+      } else {
+        along_y(sign, p);
+        along_x(sign, p);
+      }
+    }
+  }
+
+  void along_x(int sign, Complex* p) {
+    Complex *y = scratch_.data(), *w = y + c_.nx * kBatch;
+    for (size_t j0 = 0; j0 < c_.ny; j0 += kBatch) {
+      for (size_t b = 0; b < kBatch; ++b)
+        for (size_t i = 0; i < c_.nx; ++i) y[i * kBatch + b] = p[i + c_.nx * (j0 + b)];
+      fft_batch(sign, c_.nx, wx_, y, w);
+      for (size_t b = 0; b < kBatch; ++b)
+        for (size_t i = 0; i < c_.nx; ++i) p[i + c_.nx * (j0 + b)] = y[i * kBatch + b];
+    }
+  }
+
+  void along_y(int sign, Complex* p) {
+    Complex *y = scratch_.data(), *w = y + c_.ny * kBatch;
+    for (size_t i0 = 0; i0 < c_.nx; i0 += kBatch) {
+      for (size_t j = 0; j < c_.ny; ++j) std::copy(p + i0 + c_.nx * j, p + i0 + c_.nx * j + kBatch, y + j * kBatch);
+      fft_batch(sign, c_.ny, wy_, y, w);
+      for (size_t j = 0; j < c_.ny; ++j) std::copy(y + j * kBatch, y + (j + 1) * kBatch, p + i0 + c_.nx * j);
+    }
+  }
+
+  // z along each owned row j: from `from` into `to` (which may be the same field).
+  void rows_z(int sign, Complex* from, Complex* to) {
+    Complex *y = scratch_.data(), *w = y + c_.nz * kBatch;
+    for (size_t j = rows_.lo; j < rows_.hi; ++j) {
+      for (size_t k = 0; k < c_.nz; ++k) in_[k] = team_.reading(from + row_at(j, k), c_.nx);
+      for (size_t k = 0; k < c_.nz; ++k) out_[k] = team_.writing(to + row_at(j, k), c_.nx);
+      for (size_t i0 = 0; i0 < c_.nx; i0 += kBatch) {
+        for (size_t k = 0; k < c_.nz; ++k) std::copy(in_[k] + i0, in_[k] + i0 + kBatch, y + k * kBatch);
+        fft_batch(sign, c_.nz, wz_, y, w);
+        for (size_t k = 0; k < c_.nz; ++k) std::copy(y + k * kBatch, y + (k + 1) * kBatch, out_[k] + i0);
+      }
+    }
+  }
+
+  // u0 *= twiddle; u1 = u0 (owned rows).
+  void evolve() {
+    for (size_t k = 0; k < c_.nz; ++k)
+      for (size_t j = rows_.lo; j < rows_.hi; ++j) {
+        Complex* a = team_.writing(u0_ + row_at(j, k), c_.nx);
+        Complex* b = team_.writing(u1_ + row_at(j, k), c_.nx);
+        const double* t = twiddle_ + row_at(j, k);
+        for (size_t i = 0; i < c_.nx; ++i) {
+          a[i] *= t[i];
+          b[i] = a[i];
+        }
+      }
+  }
+
+  Complex checksum() {
+    double s[2] = {0, 0};
+    for (size_t q = 1; q <= 1024; ++q) {
+      const size_t k = (5 * q) % c_.nz;
+      if (k < planes_.lo || k >= planes_.hi) continue;
+      const Complex v = at(u1_, q % c_.nx, (3 * q) % c_.ny, k);
+      s[0] += v.real();
+      s[1] += v.imag();
+    }
+    team_.sum(s, 2);
+    const double n = static_cast<double>(c_.nx * c_.ny * c_.nz);
+    return {s[0] / n, s[1] / n};
+  }
+
+  Team& team_;
+  const FtClass& c_;
+  const Range planes_, rows_;  // owned z planes; owned y rows
+  const std::vector<Complex> wx_, wy_, wz_;
+  Complex *u0_ = nullptr, *u1_ = nullptr;
+  double* twiddle_ = nullptr;
+  std::vector<Complex> scratch_;
+  std::vector<const Complex*> in_;
+  std::vector<Complex*> out_;
+};
+
+}  // namespace
+
+size_t ft_shared_bytes(char cls, int) {
+  const FtClass& c = ft_class(cls);
+  const size_t cells = c.nx * c.ny * c.nz;
+  return cells * (2 * sizeof(Complex) + sizeof(double)) + 3 * 4096;
+}
+
+Result run_ft(Team& team, char cls) {
+  const FtClass& c = ft_class(cls);
+  Solver ft(team, c);
+  ft.setup();  // untimed, as the reference
+  Result r;
+  r.verified = true;
+  TeamTimer timer(team);
+  ft.setup();
+  std::vector<Complex> sums;
+  for (int t = 1; t <= c.niter; ++t) sums.push_back(ft.step());
+  r.seconds = timer.stop();
+  for (int t = 0; t < c.niter; ++t) {
+    const Complex ref(c.ref[t][0], c.ref[t][1]);
+    const double err = std::abs(sums[static_cast<size_t>(t)] - ref) / std::abs(ref);
+    const bool ok = err <= 1e-12;
+    char line[160];
+    std::snprintf(line, sizeof line, "T=%-3d checksum %20.12e %20.12e  error %9.3e  %s", t + 1, sums[static_cast<size_t>(t)].real(),
+                  sums[static_cast<size_t>(t)].imag(), err, ok ? "ok" : "FAILED");
+    r.details.emplace_back(line);
+    r.verified = r.verified && ok;
+  }
+  const double n = static_cast<double>(c.nx * c.ny * c.nz);
+  r.kernel = "FT";
+  r.cls = cls;
+  r.size = std::to_string(c.nx) + "x" + std::to_string(c.ny) + "x" + std::to_string(c.nz);
+  r.iterations = c.niter;
+  r.operation = "floating point";
+  r.mops = 1e-6 * n * (14.8157 + 7.19641 * std::log(n) + (5.23518 + 7.21113 * std::log(n)) * c.niter) / r.seconds;
+  return r;
+}
+
+}  // namespace loom::nas

@@ -1,0 +1,111 @@
+#include "bench/nas/loom_team.hpp"
+
+#include <barrier>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <thread>
+#include <vector>
+
+namespace loom::nas {
+
+const char* const DsmCounters::kNames[kCount] = {"faults", "read_misses", "revalidations", "invalidations", "bytes_fetched", "notices", "twins", "released_blocks"};
+
+namespace {
+
+using coherence::Space;
+
+DsmCounters counters(const coherence::Stats& s) {
+  const uint64_t v[DsmCounters::kCount] = {s.faults, s.read_misses, s.revalidations, s.invalidations, s.bytes_fetched, s.notices, s.twins, s.released_blocks};
+  DsmCounters c;
+  for (int i = 0; i < DsmCounters::kCount; ++i) c.v[i] = static_cast<double>(v[i]);
+  return c;
+}
+
+// What the threads of one process share.
+struct ProcessShared {
+  ProcessShared(Space& s, region::Region& r, int threads) : space(s), region(r), sync(threads) {}
+  Space& space;
+  region::Region& region;
+  std::barrier<> sync;
+  void* last = nullptr;
+  DsmCounters before, timed;  // thread 0 writes
+};
+
+class LoomTeam final : public Team {
+ public:
+  LoomTeam(Runtime& rt, ProcessShared& ps, int thread) : Team(rt.rank(), rt.size(), thread, rt.threads_per_process()), ps_(ps) { make_slots(); }
+  std::string backend() const override { return "loom-" + ps_.space.policy().name(); }
+  void barrier() override { ps_.space.barrier(); }
+  size_t unit() const override { return ps_.region.block_size(); }
+
+ protected:
+  void* allocate(size_t bytes) override {
+    ps_.sync.arrive_and_wait();
+    if (thread() == 0) ps_.last = ps_.region.allocate(bytes, ps_.region.block_size());
+    ps_.sync.arrive_and_wait();
+    return ps_.last;
+  }
+  const void* read_view(const void* p, size_t n) override { return ps_.space.declare_read_view(p, n); }
+  void* write_view(void* p, size_t n) override {
+    ps_.space.declare_write(p, n);
+    return p;
+  }
+  void timed_section(bool starting) override {
+    if (thread() != 0) return;
+    const DsmCounters now = counters(ps_.space.stats());
+    for (int i = 0; i < DsmCounters::kCount; ++i) {
+      if (starting) ps_.before.v[i] = now.v[i];
+      else ps_.timed.v[i] = now.v[i] - ps_.before.v[i];
+    }
+  }
+
+ private:
+  ProcessShared& ps_;
+};
+
+LoomRun run_member(Runtime& rt, ProcessShared& ps, const Kernel& kernel, char cls, int thread) {
+  LoomTeam team(rt, ps, thread);
+  LoomRun run;
+  run.result = kernel.run(team, cls);
+  if (thread == 0) run.counters = ps.timed;
+  team.sum(run.counters.v, DsmCounters::kCount);
+  // Member 0's verdict for everyone (IS counts its partial checks at member 0).
+  run.result.verified = team.sum(team.leader() && run.result.verified ? 1.0 : 0.0) == 1.0;
+  return run;
+}
+
+size_t region_bytes(const Kernel& kernel, char cls, const Runtime& rt) {
+  const size_t members = static_cast<size_t>(rt.size()) * static_cast<size_t>(rt.threads_per_process());
+  return kernel.shared_bytes(cls, static_cast<int>(members)) + 2 * members * Team::kMaxSum * sizeof(double) + (size_t{1} << 20);
+}
+
+}  // namespace
+
+LoomRun run_on_loom(Runtime& rt, const Kernel& kernel, char cls, const coherence::Config& config) {
+  const size_t bytes = region_bytes(kernel, cls, rt);  // throws on a bad class, before anything collective
+  coherence::Config cfg = config;
+  if (cfg.reserve < bytes + (size_t{1} << 30)) cfg.reserve = bytes + (size_t{1} << 30);
+  Space space(rt, cfg);
+  region::Region& region = space.create_region(bytes, 4096, 0);
+  ProcessShared ps(space, region, rt.threads_per_process());
+  LoomRun run;
+  auto member = [&](int t) {
+    try {
+      LoomRun r = run_member(rt, ps, kernel, cls, t);
+      if (t == 0) run = r;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "nas: rank %d thread %d: %s\n", rt.rank(), t, e.what());
+      std::fflush(stderr);
+      std::_Exit(2);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < rt.threads_per_process(); ++t) threads.push_back(rt.spawn_at(t, "nas-" + std::to_string(t), [&member, t] { member(t); }));
+  member(0);
+  for (auto& t : threads) t.join();
+  space.destroy_region(region);
+  return run;
+}
+
+}  // namespace loom::nas

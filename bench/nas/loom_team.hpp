@@ -1,0 +1,30 @@
+#pragma once
+// The Loom back end of the team (team.hpp): a kernel's shared arrays in one shared region of a
+// coherence Space, its members the threads (Runtime::threads_per_process()) of every process.
+#include <cstdint>
+#include <string>
+
+#include "bench/nas/kernel.hpp"
+#include "coherence/space.hpp"
+
+namespace loom::nas {
+
+// Counters of the timed section, summed over the processes.
+struct DsmCounters {
+  static constexpr int kCount = 8;
+  static const char* const kNames[kCount];  // faults, read_misses, revalidations, invalidations, bytes_fetched, notices, twins, released_blocks
+  double v[kCount] = {};
+};
+
+struct LoomRun {
+  Result result;      // as member 0 saw it; `verified` agreed by all members
+  DsmCounters counters;
+};
+
+// Collective over the processes of rt: a Space with `cfg`, a region sized for the kernel at the
+// class, one member per thread (threads_per_process(), the calling thread being thread 0), the
+// kernel run, the region and Space destroyed. Throws std::invalid_argument on a bad class; a
+// member's exception on another thread ends the process with its message (exit code 2).
+LoomRun run_on_loom(Runtime& rt, const Kernel& kernel, char cls, const coherence::Config& cfg);
+
+}  // namespace loom::nas
