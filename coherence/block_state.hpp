@@ -60,6 +60,10 @@ struct RegionState {
   // so a version written later has a larger wts and no notice at or below it is news
   // (docs/coherence.md, "Chunk notices").
   std::unique_ptr<std::atomic<uint64_t>[]> chunk_known;
+  // The region's claim window (exclusive.cpp, claims_pay): claims made, claims that ended in a
+  // downgrade, blocks released since the last halving.
+  std::atomic<uint64_t> win_claims{0}, win_downgrades{0}, win_released{0};
+  bool claims_now = true;  // the current release's verdict (fence_mu)
 
   uint64_t pub_addr(int rank, size_t b) const { return base(rank) + pub_off + (b << r->block_shift()); }
   uint64_t dir_addr(int rank, size_t b) const { return base(rank) + dir_off + b * dir_stride; }

@@ -4,6 +4,7 @@
 // Any other process that wants the block (to read it, or to publish its own writes) first asks
 // the owner, over a service call, to downgrade it: the owner stops its writers, publishes what
 // the block holds as a new version and marks the entry S, which keeps it out of later claims.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -17,27 +18,31 @@ namespace loom::coherence {
 namespace {
 constexpr const char* kDowngrade = "loom.dsm.downgrade";
 
+// Blocks [block, block + count) of a region: the owner downgrades those it holds exclusively.
 struct DowngradeRequest {
   uint32_t region = 0;
   uint32_t block = 0;
+  uint32_t count = 1;
 };
 constexpr int kResendMs = 1000;
 }  // namespace
 
-// Claims stop paying when too many of them end in a downgrade (each costs a service call where
-// a plain release costs a few fabric operations): at most one in four, past a first 64, counted
-// over a window that halves every kClaimWindow released blocks, so a program whose sharing
-// changes gets them back.
-bool Space::Impl::claims_pay() const {
+// Claims in a region stop paying when too many of them end in a downgrade (each costs a
+// service call where a plain release costs a few fabric operations): at most one in four, past
+// a first 64, counted over a window that halves every kClaimWindow blocks released in the
+// region, so a program whose sharing changes gets them back. Judged per region: one array read
+// by others (whose claims end in downgrades) does not stop the claims of another that only its
+// writer touches.
+bool Space::Impl::claims_pay(const RegionState& rs) const {
   if (cfg.claims != Claims::Adaptive) return cfg.claims == Claims::Always;
-  return win_downgrades.load(std::memory_order_relaxed) * 4 <= win_claims.load(std::memory_order_relaxed) + 64;
+  return rs.win_downgrades.load(std::memory_order_relaxed) * 4 <= rs.win_claims.load(std::memory_order_relaxed) + 64;
 }
 
-void Space::Impl::age_claim_window(size_t released) {
-  if (win_released.fetch_add(released, std::memory_order_relaxed) + released < kClaimWindow) return;
-  win_released.store(0, std::memory_order_relaxed);
-  win_claims.store(win_claims.load(std::memory_order_relaxed) / 2, std::memory_order_relaxed);
-  win_downgrades.store(win_downgrades.load(std::memory_order_relaxed) / 2, std::memory_order_relaxed);
+void Space::Impl::age_claim_window(RegionState& rs, size_t released) {
+  if (rs.win_released.fetch_add(released, std::memory_order_relaxed) + released < kClaimWindow) return;
+  rs.win_released.store(0, std::memory_order_relaxed);
+  rs.win_claims.store(rs.win_claims.load(std::memory_order_relaxed) / 2, std::memory_order_relaxed);
+  rs.win_downgrades.store(rs.win_downgrades.load(std::memory_order_relaxed) / 2, std::memory_order_relaxed);
 }
 
 // Makes the blocks claimed so far writable, one mprotect per run of adjacent blocks, then
@@ -74,17 +79,29 @@ void Space::Impl::make_exclusive_alone(RegionState& rs) {
 // A one-way service call, then the entry is watched until it is no longer the exclusive word
 // `seen` (words never repeat): the fault path cannot wait for a reply (a reply needs heap
 // memory, and the fault handler never allocates). A request lost to a failed handler is sent
-// again every kResendMs.
-void Space::Impl::request_downgrade(Lane& l, DirWord seen, RegionState& rs, size_t b) {
+// again every kResendMs. With `run` (an explicit access of blocks up to run->end), one request
+// asks the owner for every block it holds exclusively from b on (at most kMaxDowngradeRun): the
+// blocks after b that the same owner holds are then only watched, not asked for again.
+void Space::Impl::request_downgrade(Lane& l, DirWord seen, RegionState& rs, size_t b, DowngradeRun* run) {
   const int owner = seen.home();
   if (owner == rank || owner >= n)
     fail("dsm: block ", b, " of region ", rs.r->id(), " is held exclusively by rank ", owner, " by its directory entry, "
          "which this process cannot be asked about (corrupt)");
-  const DowngradeRequest q{rs.r->id(), static_cast<uint32_t>(b)};
+  const bool asked = run != nullptr && run->owner == owner && b >= run->first && b < run->asked_end;
+  uint32_t count = 1;
+  if (run != nullptr && !asked) {
+    count = static_cast<uint32_t>(std::min<size_t>(run->end - b, kMaxDowngradeRun));
+    run->owner = owner;
+    run->first = b;
+    run->asked_end = b + count;
+  }
+  const DowngradeRequest q{rs.r->id(), static_cast<uint32_t>(b), count};
   const auto payload = std::as_bytes(std::span(&q, 1));
   const int mgr = rs.r->manager(b);
-  st_asked.fetch_add(1, std::memory_order_relaxed);
-  rt.service().call_without_allocating(owner, downgrade_fn, payload);
+  if (!asked) {
+    st_asked.fetch_add(1, std::memory_order_relaxed);
+    rt.service().call_without_allocating(owner, downgrade_fn, payload);
+  }
   wait::Backoff backoff;
   auto sent = std::chrono::steady_clock::now();
   for (;;) {
@@ -101,8 +118,9 @@ void Space::Impl::request_downgrade(Lane& l, DirWord seen, RegionState& rs, size
   }
 }
 
-// The owner's side, on its service thread: publish the block as it is and let it be shared. A
-// request for a block no longer exclusive here does nothing (an earlier request did it).
+// The owner's side, on its service thread: publish each block of the request held exclusively
+// here as it is, and let it be shared. A block no longer exclusive here is left alone (an
+// earlier request did it). Nothing in the request is trusted: region, range and count are checked.
 std::vector<std::byte> Space::Impl::serve_downgrade(std::span<const std::byte> payload, int from) {
   DowngradeRequest q;
   if (payload.size() != sizeof q) fail("dsm: downgrade request of ", payload.size(), " bytes from rank ", from);
@@ -110,17 +128,23 @@ std::vector<std::byte> Space::Impl::serve_downgrade(std::span<const std::byte> p
   std::shared_lock<std::shared_mutex> serving(serve_mu);
   RegionState* rs = state_by_id(q.region);
   if (rs == nullptr) fail("dsm: downgrade request from rank ", from, " names region ", q.region, ", which this process does not hold");
-  if (q.block >= rs->r->blocks()) fail("dsm: downgrade request from rank ", from, " names block ", q.block, " of ", rs->r->blocks());
+  if (q.count == 0 || q.count > kMaxDowngradeRun || q.block >= rs->r->blocks() || q.count > rs->r->blocks() - q.block)
+    fail("dsm: downgrade request from rank ", from, " names blocks [", q.block, ", +", q.count, ") of ", rs->r->blocks());
   region::InRuntime ir;
-  BlockMeta& m = rs->meta[q.block];
-  std::lock_guard<std::mutex> g(m.mu);
-  if (m.state == State::Exclusive) {
-    rs->r->protect(q.block, 1, region::Protection::Read);  // writers here fault and wait for the mutex
-    LaneGuard lane(lanes);
+  LaneGuard lane(lanes);
+  for (size_t b = q.block; b < size_t{q.block} + q.count; ++b) {
+    BlockMeta& m = rs->meta[b];
+    // A racy peek first: the mutex of a block that is not exclusive here may be held by a thread
+    // that waits for another process (an explicit access holds a run of twinned blocks while it
+    // fetches the next), which must never wait for this service thread in turn.
+    if (m.state != State::Exclusive) continue;
+    std::lock_guard<std::mutex> g(m.mu);
+    if (m.state != State::Exclusive) continue;
+    rs->r->protect(b, 1, region::Protection::Read);  // writers here fault and wait for the mutex
     release_block(*lane, *rs, m, true, Publication::Downgrade);
     lane->wait();
     st_downgrades.fetch_add(1, std::memory_order_relaxed);
-    win_downgrades.fetch_add(1, std::memory_order_relaxed);
+    rs->win_downgrades.fetch_add(1, std::memory_order_relaxed);
   }
   return {};
 }

@@ -71,7 +71,7 @@ bool Space::Impl::read_entry(Lane& l, RegionState& rs, size_t b, DirView& d) {
 // data read per miss: the version aimed at is known before the data is read (a notice, the last
 // version seen, or the directory entry read alone when an invalidation flag left it unknown),
 // and data read once stays in the lane's staging buffer while a lease or a downgrade is sorted.
-void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m) {
+void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m, DowngradeRun* run) {
   const size_t b = m.block;
   const int mgr = rs.r->manager(b);
   int home = fixed_home ? mgr : m.hint_home;
@@ -99,7 +99,7 @@ void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m) {
       fail("dsm: a plain access to block ", b, " of region ", rs.r->id(), ", which holds atomic words (use Space::atomic_ref)");
     if (d.word0.exclusive() && !d.word0.locked()) {
       // Its owner alone holds it: ask for a downgrade, then read the version it published.
-      request_downgrade(l, d.word0, rs, b);
+      request_downgrade(l, d.word0, rs, b, run);
       wts = kUnknownWts;
       continue;
     }
@@ -167,9 +167,7 @@ uint64_t Space::Impl::floor_after_install(RegionState& rs, size_t b) {
 }
 
 void Space::Impl::make_dirty(RegionState& rs, BlockMeta& m) {
-  const size_t b = m.block;
-  std::memcpy(rs.twin(b), rs.r->runtime_block(b), rs.r->block_size());
-  m.state = State::Dirty;
+  twin_block(rs, m);
   // Listed and made writable as one step under dirty_mu, which a release holds to take the
   // list. Listed first and opened after, a release could take the block in between and stop
   // its writers (stop_writers) before this ReadWrite: once released it stayed writable yet
@@ -178,14 +176,33 @@ void Space::Impl::make_dirty(RegionState& rs, BlockMeta& m) {
   {
     std::lock_guard<std::mutex> g(dirty_mu);
     dirty.push_back(m);
-    rs.r->protect(b, 1, region::Protection::ReadWrite);
+    rs.r->protect(m.block, 1, region::Protection::ReadWrite);
   }
+}
+
+void Space::Impl::twin_block(RegionState& rs, BlockMeta& m) {
+  std::memcpy(rs.twin(m.block), rs.r->runtime_block(m.block), rs.r->block_size());
+  m.state = State::Dirty;
   st_twins.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Lists a run of adjacent twinned blocks and opens them with one mprotect, as make_dirty does
+// for one (the same step under dirty_mu), then lets go of their mutexes.
+void Space::Impl::open_run(RegionState& rs, std::vector<std::unique_lock<std::mutex>>& held, size_t first) {
+  if (held.empty()) return;
+  {
+    std::lock_guard<std::mutex> g(dirty_mu);
+    for (size_t i = 0; i < held.size(); ++i) dirty.push_back(rs.meta[first + i]);
+    rs.r->protect(first, held.size(), region::Protection::ReadWrite);
+  }
+  held.clear();  // unlocks
 }
 
 // Makes every block of [p, p+len) current (and, for a write, dirty and writable) without a
 // fault. A read leaves the application view as it was (no mprotect on this path); the bytes
-// are read through the runtime's view, whose address this returns.
+// are read through the runtime's view, whose address this returns. The blocks a write makes
+// dirty are opened in runs of adjacent blocks, one mprotect per run of up to kMaxClaimRun
+// (their mutexes held until then, as a release holds its claims).
 const void* Space::Impl::declare(const void* p, size_t len, bool write) {
   region::Region* r = as->find(p);
   if (r == nullptr || !r->contains(p, len))
@@ -195,6 +212,10 @@ const void* Space::Impl::declare(const void* p, size_t len, bool write) {
   region::InRuntime ir;
   size_t first = r->block_of(p), last = r->block_of(static_cast<const uint8_t*>(p) + len - 1);
   std::optional<LaneGuard> lane;
+  std::vector<std::unique_lock<std::mutex>> run;  // twinned blocks [run_first, run_first + size)
+  size_t run_first = 0;
+  DowngradeRun asked;  // one downgrade request for the owner's blocks of the access
+  asked.end = last + 1;
   for (size_t b = first; b <= last; ++b) {
     BlockMeta& m = rs->meta[b];
     // A racy peek, confirmed under the mutex.
@@ -203,10 +224,15 @@ const void* Space::Impl::declare(const void* p, size_t len, bool write) {
       fail("dsm: declared ", write ? "write" : "read", " of block ", b, " of region ", r->id(), ", which holds atomic words (use Space::atomic_ref)");
     if (st == State::Dirty || st == State::Exclusive || (!write && st == State::Clean)) continue;
     if (!lane) lane.emplace(lanes);
-    std::lock_guard<std::mutex> g(m.mu);
-    if (m.state == State::Invalid) fetch(**lane, *rs, m);
-    if (write && m.state == State::Clean) make_dirty(*rs, m);
+    std::unique_lock<std::mutex> g(m.mu);
+    if (m.state == State::Invalid) fetch(**lane, *rs, m, &asked);
+    if (!write || m.state != State::Clean) continue;
+    if (!run.empty() && (run_first + run.size() != b || run.size() >= kMaxClaimRun)) open_run(*rs, run, run_first);
+    if (run.empty()) run_first = b;
+    twin_block(*rs, m);
+    run.push_back(std::move(g));
   }
+  open_run(*rs, run, run_first);
   return r->runtime_view(p);
 }
 

@@ -167,7 +167,7 @@ bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool pro
   record(rs, m, wts_new, w0_new);
   if (!w0_new.exclusive()) return false;
   st_claims.fetch_add(1, std::memory_order_relaxed);
-  win_claims.fetch_add(1, std::memory_order_relaxed);
+  rs.win_claims.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -201,6 +201,19 @@ void Space::Impl::stop_writers(const std::vector<BlockMeta*>& v) {
   }
 }
 
+// Each region's share of the release ages its claim window, which then decides whether this
+// release may claim the region's blocks (v sorted by region; fence_mu held).
+void Space::Impl::judge_claims(const std::vector<BlockMeta*>& v) {
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i + 1;
+    while (j < v.size() && v[j]->region_slot == v[i]->region_slot) ++j;
+    RegionState* rs = regions[v[i]->region_slot].load(std::memory_order_acquire);
+    age_claim_window(*rs, j - i);
+    rs->claims_now = claims_pay(*rs);
+    i = j;
+  }
+}
+
 // A release fence; fence_mu held.
 void Space::Impl::release_locked() {
   DirtyList taken;
@@ -219,8 +232,7 @@ void Space::Impl::release_locked() {
   });
   stop_writers(v);
   LaneGuard lane(lanes);
-  age_claim_window(v.size());
-  const Publication how = claims_pay() ? Publication::MayClaim : Publication::Release;
+  judge_claims(v);
   for (BlockMeta* m : v) {
     // A run of claims holds its blocks' mutexes until it is flushed: at most kMaxClaimRun of them
     // (ThreadSanitizer tracks 64 held locks per thread; a run this long already saves most of
@@ -229,6 +241,7 @@ void Space::Impl::release_locked() {
                             claims.size() >= kMaxClaimRun))
       flush_claims(*lane);
     RegionState* rs = regions[m->region_slot].load(std::memory_order_acquire);
+    const Publication how = rs->claims_now ? Publication::MayClaim : Publication::Release;
     std::unique_lock<std::mutex> g(m->mu);
     if (m->state == State::Dirty && release_block(*lane, *rs, *m, true, how)) claims.push_back(Claim{m, std::move(g)});
   }

@@ -96,9 +96,7 @@ struct Space::Impl {
   // state is freed: a handler that published (and so let its asker go on, perhaps to the
   // collective destruction) may still be finishing.
   std::shared_mutex serve_mu;
-  // The window claims_pay() judges by.
-  static constexpr size_t kClaimWindow = 4096;
-  std::atomic<uint64_t> win_claims{0}, win_downgrades{0}, win_released{0};
+  static constexpr size_t kClaimWindow = 4096;  // released blocks of a region per halving of its claim window
 
   Impl(Runtime& r, Config c);
 
@@ -118,12 +116,21 @@ struct Space::Impl {
   void free_region_state(RegionState* rs);
 
   // ---- read path (read_path.cpp); the caller holds a lane, then the block's mutex ----
-  void fetch(Lane& l, RegionState& rs, BlockMeta& m);
+  // What one explicit access has asked an owner to downgrade (exclusive.cpp).
+  struct DowngradeRun {
+    int owner = -1;
+    size_t first = 0, asked_end = 0;  // asked for [first, asked_end)
+    size_t end = 0;                   // the access's blocks end here
+  };
+  static constexpr size_t kMaxDowngradeRun = 256;
+  void fetch(Lane& l, RegionState& rs, BlockMeta& m, DowngradeRun* run = nullptr);
   bool read_entry(Lane& l, RegionState& rs, size_t b, DirView& d);
   void post_fetch_reads(Lane& l, RegionState& rs, size_t b, int home, bool have_data);
   bool extend_lease(Lane& l, RegionState& rs, size_t b, DirView& d, uint64_t wts);
   DirView dir_view(Lane& l, const RegionState& rs, size_t b);
   void make_dirty(RegionState& rs, BlockMeta& m);
+  void twin_block(RegionState& rs, BlockMeta& m);  // the twin and state Dirty; not yet listed or open
+  void open_run(RegionState& rs, std::vector<std::unique_lock<std::mutex>>& held, size_t first);
   const void* declare(const void* p, size_t n, bool write);
   uint64_t acq_ts_relaxed() { return std::atomic_ref<uint64_t>(acq_ts).load(std::memory_order_relaxed); }
   // Where a lease taken (or a version published) in block b must end at least: the acquire time,
@@ -152,13 +159,14 @@ struct Space::Impl {
   void drop(std::optional<LaneGuard>& lane, RegionState& rs, BlockMeta& m);
 
   // ---- exclusive blocks (exclusive.cpp) ----
-  bool claims_pay() const;
-  void age_claim_window(size_t released);
+  bool claims_pay(const RegionState& rs) const;
+  void age_claim_window(RegionState& rs, size_t released);
+  void judge_claims(const std::vector<BlockMeta*>& v);
   void flush_claims(Lane& l);
   void make_exclusive_alone(RegionState& rs);
   // Asks the owner named by the exclusive word `seen` to downgrade block b and waits until the
   // entry has changed (then the entry says which version to read, or who holds it now).
-  void request_downgrade(Lane& l, DirWord seen, RegionState& rs, size_t b);
+  void request_downgrade(Lane& l, DirWord seen, RegionState& rs, size_t b, DowngradeRun* run = nullptr);
   std::vector<std::byte> serve_downgrade(std::span<const std::byte> payload, int from);
   void register_downgrade();
   void unregister_downgrade();

@@ -8,8 +8,10 @@ DIR): a line per variant over size where a variant has several sizes, else bars.
 variant starts with "fig6/" (bench_objects, seed 001's Figure 6) get a figure of their own:
 queue push latency against the computing between pushes, log scale. With --scaling NAME, rows
 of every CSV whose variant is "<policy>-np<P>-t<T>" (bench_mcts) also make one figure NAME.png:
-the metric rollouts_per_s against processes, a line per policy and thread count. Prints each
-file written.
+the metric rollouts_per_s against processes, a line per policy and thread count. With --nas
+NAME, bench_nas CSVs (size = "<kernel>.<class>") make NAME.png instead: each variant's speed
+relative to the OpenMP build on one thread (omp-t1 seconds / seconds), grouped by problem.
+Prints each file written.
 """
 import argparse
 import csv
@@ -89,6 +91,34 @@ def metric_figure(rows, metric, out):
     return out
 
 
+def nas_figure(paths, out):
+    seconds = defaultdict(dict)  # problem -> variant -> seconds
+    for path in paths:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r.get("metric") == "seconds":
+                    seconds[r["size"]][r["variant"]] = float(r["value"])
+    problems = [p for p in sorted(seconds, key=lambda p: ("SWAB".find(p[-1]), p)) if "omp-t1" in seconds[p]]
+    if not problems:
+        return None
+    variants = sorted({v for p in problems for v in seconds[p] if v != "omp-t1"}, key=lambda v: (not v.startswith("omp"), v))
+    fig, ax = plt.subplots(figsize=(max(7, 1.2 * len(problems)), 4.5))
+    width = 0.8 / max(1, len(variants))
+    for i, v in enumerate(variants):
+        xs = [k + i * width for k, p in enumerate(problems) if v in seconds[p]]
+        ys = [seconds[p]["omp-t1"] / seconds[p][v] for p in problems if v in seconds[p]]
+        ax.bar(xs, ys, width, label=v)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(problems))], problems)
+    ax.set_ylabel("speed relative to OpenMP, 1 thread")
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
 def scaling_figure(rows, out, metric="rollouts_per_s"):
     series = defaultdict(dict)
     for variant, _, m, value, _ in rows:
@@ -117,7 +147,11 @@ def main():
     p.add_argument("csv", nargs="+")
     p.add_argument("--out", help="folder for the PNG files (default: beside each CSV)")
     p.add_argument("--scaling", help="also draw NAME.png: bench_mcts rollouts/s against processes over all CSVs")
+    p.add_argument("--nas", help="draw NAME.png: bench_nas speeds relative to OpenMP on one thread over all CSVs")
     a = p.parse_args()
+    if a.nas:
+        print(nas_figure(a.csv, a.nas + ".png"))
+        return
     if a.scaling:
         every = [r for path in a.csv for r in read_rows(path)]
         print(scaling_figure(every, a.scaling + ".png"))

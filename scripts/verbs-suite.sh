@@ -17,15 +17,24 @@ export LOOM_TEST_DSM_PROGRAMS=${LOOM_TEST_DSM_PROGRAMS:-200}
 passed=0
 failed=0
 # VERBS_SUITES picks suites (default: all of them).
-for t in ${VERBS_SUITES:-fabric fabric-st service transmitter invoke coherence objects}; do
+for t in ${VERBS_SUITES:-fabric fabric-st service transmitter invoke coherence objects nas}; do
   threads=1
   bin=$t
+  filter=()
+  # nas: one kernel (CG at class S) under every policy, at the first process count only (it
+  # takes 45 s at 2 processes in the emulated guest, 135 s at 4), and not in the sanitizer
+  # builds (which run it on shm; under emulation they would not finish in the guest's time).
+  if [ "$t" = nas ]; then
+    grep -qE '^LOOM_SANITIZE:[A-Z]+=.+' "$build/CMakeCache.txt" 2>/dev/null && { echo "SKIP verbs nas (sanitizer build)"; continue; }
+    filter=(--gtest_filter='*cg_S_*')
+  fi
   # fabric-st: the fabric suite on thread-domain QPs (QpCaps::single_thread).
   if [ "$t" = fabric-st ]; then bin=fabric; export LOOM_TEST_QP_SINGLE_THREAD=1; else unset LOOM_TEST_QP_SINGLE_THREAD; fi
   [ "$t" = invoke ] && threads=2  # every thread is a call destination
   for np in $nprocs; do
+    [ "$t" = nas ] && [ "$np" != "${nprocs%% *}" ] && continue
     start=$(date +%s)
-    if "$build/loomrun" -n "$np" --threads "$threads" --timeout 300 "$build/tests/test_$bin" > "/tmp/verbs-$t-$np.log" 2>&1; then
+    if "$build/loomrun" -n "$np" --threads "$threads" --timeout 300 "$build/tests/test_$bin" "${filter[@]}" > "/tmp/verbs-$t-$np.log" 2>&1; then
       passed=$((passed + 1))
       echo "PASS verbs $t -n $np ($(( $(date +%s) - start )) s)"
     else

@@ -217,5 +217,96 @@ TEST_P(ClassesWith, NoticeOverflowRechecksOnlyTheChunksWritten) {
   });
 }
 
+// An explicit read of many blocks another process holds exclusively asks that owner once for
+// the run, not once per block, and reads every block's current bytes.
+TEST_P(ClassesWith, AnExplicitReadOfExclusiveBlocksAsksTheOwnerOncePerRun) {
+  if (np() < 2) GTEST_SKIP() << "needs another process";
+  with_space(GetParam(), [](Config& c) { c.claims = loom::coherence::Claims::Always; }, [](Space& s) {
+    constexpr size_t kBlocks = 64;
+    auto& r = s.create_region(1 << 20, 4096, 0);
+    auto* v = r.new_array<uint64_t>(kBlocks * kWordsPerBlock);
+    s.barrier();
+    if (me() == 0)
+      for (size_t b = 0; b < kBlocks; ++b) v[b * kWordsPerBlock] = b + 1;
+    s.barrier();  // rank 0 claims them all
+    if (me() == 0)
+      for (size_t b = 0; b < kBlocks; ++b) v[b * kWordsPerBlock + 1] = b + 100;  // in place
+    s.barrier();
+    if (me() == 1) {
+      const uint64_t asked = s.stats().downgrades_asked;
+      const uint64_t* view = s.reading(v, kBlocks * kWordsPerBlock);
+      for (size_t b = 0; b < kBlocks; ++b) {
+        EXPECT_EQ(view[b * kWordsPerBlock], b + 1) << "block " << b;
+        EXPECT_EQ(view[b * kWordsPerBlock + 1], b + 100) << "block " << b;
+      }
+      EXPECT_EQ(s.stats().downgrades_asked - asked, 1u);
+    }
+    s.barrier();
+    if (me() == 0) {
+      EXPECT_EQ(s.stats().downgrades, kBlocks);
+    }
+    s.barrier();
+    s.destroy_region(r);
+  });
+}
+
+// An explicit write of a range opens it in runs: no fault for any store into it, every store
+// published at the next release.
+TEST_P(ClassesWith, AnExplicitWriteOfARangeTakesNoFaultAndIsPublished) {
+  with_space(GetParam(), [](Config& c) { c.claims = loom::coherence::Claims::Off; }, [](Space& s) {
+    constexpr size_t kBlocks = 100;  // more than one run of 32
+    auto& r = s.create_region(1 << 20, 4096, 0);
+    auto* v = r.new_array<uint64_t>(kBlocks * kWordsPerBlock);
+    s.barrier();
+    for (int round = 1; round <= 3; ++round) {
+      if (me() == round % np()) {
+        const uint64_t faults = s.stats().faults;
+        uint64_t* w = s.writing(v, kBlocks * kWordsPerBlock);
+        for (size_t i = 0; i < kBlocks * kWordsPerBlock; i += 7) w[i] = static_cast<uint64_t>(round) * 1000000 + i;
+        EXPECT_EQ(s.stats().faults, faults) << "round " << round;
+      }
+      s.barrier();
+      for (size_t i = 0; i < kBlocks * kWordsPerBlock; i += 7) ASSERT_EQ(v[i], static_cast<uint64_t>(round) * 1000000 + i) << "round " << round;
+      s.barrier();
+    }
+    s.destroy_region(r);
+  });
+}
+
+// Claims are judged per region: one region whose claims all end in downgrades does not stop
+// the claims of another region that only its writer touches.
+TEST_P(ClassesWith, DowngradesInOneRegionLeaveAnotherRegionsClaims) {
+  if (np() < 2) GTEST_SKIP() << "needs another process";
+  with_space(GetParam(), [](Config& c) { c.claims = loom::coherence::Claims::Adaptive; }, [](Space& s) {
+    constexpr size_t kShared = 512, kOwn = 16;
+    auto& shared = s.create_region(4 << 20, 4096, 0);
+    auto& own = s.create_region(1 << 20, 4096, 0);
+    auto* a = shared.new_array<uint64_t>(kShared * kWordsPerBlock);
+    auto* b = own.new_array<uint64_t>(kOwn * kWordsPerBlock);
+    s.barrier();
+    if (me() == 0)
+      for (size_t i = 0; i < kShared; ++i) a[i * kWordsPerBlock] = i + 1;
+    s.barrier();  // claimed, then every one downgraded by rank 1's reads
+    if (me() == 1) {
+      for (size_t i = 0; i < kShared; ++i) ASSERT_EQ(a[i * kWordsPerBlock], i + 1);
+    }
+    s.barrier();
+    uint64_t twins = 0;
+    for (int round = 0; round < 10; ++round) {
+      if (round == 2) twins = s.stats().twins;
+      if (me() == 0)
+        for (size_t i = 0; i < kOwn; ++i) b[i * kWordsPerBlock] = static_cast<uint64_t>(round);
+      s.barrier();
+    }
+    // Claimed at the first of these releases, written in place after it.
+    if (me() == 0) {
+      EXPECT_EQ(s.stats().twins - twins, 0u);
+    }
+    s.barrier();
+    s.destroy_region(own);
+    s.destroy_region(shared);
+  });
+}
+
 LOOM_FOR_EACH_POLICY(Classes);
 LOOM_FOR_EACH_POLICY(ClassesWith);

@@ -190,7 +190,7 @@ Result run_cg(Team& team, char cls) {
   const CgClass& c = cg_class(cls);
   const size_t n = static_cast<size_t>(c.na);
   Vectors v{team.shared<double>(n), team.shared<double>(n), team.shared<double>(n), team.shared<double>(n), team.shared<double>(n)};
-  const Range mine = team.part(n, team.unit() / sizeof(double));
+  const Range mine = team.part(n);
   const Rows m = make_rows(c, mine.lo, mine.hi);
   // One untimed iteration (as the reference), then x = 1 again.
   for (size_t j = mine.lo; j < mine.hi; ++j) v.x[j] = 1.0;

@@ -49,125 +49,138 @@ constexpr size_t kBatch = kFftBatch;
 constexpr double kAlpha = 1e-6;
 constexpr uint64_t kSeed = 314159265;
 
+// The fields: u0 (the spectrum, evolved in place), w (the field in transit) and the twiddle
+// factors are stored by y row: element (i, j, k) at i + nx (k + nz j), so a row owner's part is
+// one contiguous slab; u1 (the result) is stored by plane, (i, j, k) at i + nx (j + ny k), so a
+// plane owner's part is contiguous. Only w moves between members: plane owners write the
+// initial field into it and row owners read it (once, in the setup); then in every step row
+// owners write it and plane owners read it. u0 and the twiddle factors stay with their row
+// owners, u1 with its plane owners.
 class Solver {
  public:
   Solver(Team& team, const FtClass& c)
-      : team_(team), c_(c), planes_(team.part(c.nz)), rows_(team.part(c.ny, std::max<size_t>(1, team.unit() / (c.nx * sizeof(Complex))))),
-        wx_(fft_roots(c.nx)), wy_(fft_roots(c.ny)), wz_(fft_roots(c.nz)) {
+      : team_(team), c_(c), planes_(team.part(c.nz)), rows_(team.part(c.ny)), wx_(fft_roots(c.nx)), wy_(fft_roots(c.ny)), wz_(fft_roots(c.nz)) {
+    if (c.ny % kBatch != 0 || c.nz % kBatch != 0) throw std::invalid_argument("FT: ny and nz must be multiples of 16");
     const size_t cells = c.nx * c.ny * c.nz;
     u0_ = team.shared<Complex>(cells);
+    w_ = team.shared<Complex>(cells);
     u1_ = team.shared<Complex>(cells);
     twiddle_ = team.shared<double>(cells);
     const size_t longest = std::max({c.nx, c.ny, c.nz});
     scratch_.resize(2 * longest * kBatch);
-    in_.resize(c.nz);
-    out_.resize(c.nz);
+    in_.resize(longest);
+    out_.resize(longest);
   }
 
-  // compute_indexmap, compute_initial_conditions and the forward transform u1 -> u0.
+  // compute_indexmap, compute_initial_conditions and the forward transform into u0.
   void setup() {
     twiddle();
-    initial_conditions();
-    planes_xy(+1, u1_);
+    for (size_t k = planes_.lo; k < planes_.hi; ++k) {
+      Lcg g(kSeed);
+      g.skip(2 * c_.nx * c_.ny * k);
+      for (size_t j = 0; j < c_.ny; ++j) {
+        out_[j] = team_.writing(w_ + slab(j) + c_.nx * k, c_.nx);
+        g.fill(reinterpret_cast<double*>(out_[j]), static_cast<long>(2 * c_.nx));
+      }
+      along_x(+1, c_.ny);
+      for (size_t j = 0; j < c_.ny; ++j) in_[j] = out_[j];
+      along_y(+1);
+    }
     team_.barrier();
-    rows_z(+1, u1_, u0_);
+    for (size_t j = rows_.lo; j < rows_.hi; ++j) {
+      const Complex* in = team_.reading(w_ + slab(j), c_.nx * c_.nz);
+      Complex* out = team_.writing(u0_ + slab(j), c_.nx * c_.nz);
+      for (size_t k = 0; k < c_.nz; ++k) {
+        in_[k] = in + c_.nx * k;
+        out_[k] = out + c_.nx * k;
+      }
+      along_z(+1, nullptr);
+    }
   }
-  // One step: evolve, the inverse transform of u1, its checksum.
+
+  // One step: evolve u0, its inverse transform into u1 (z and x by row into w, y by plane from
+  // w into u1), the checksum of u1.
   Complex step() {
-    evolve();
-    rows_z(-1, u1_, u1_);
+    for (size_t j = rows_.lo; j < rows_.hi; ++j) {
+      Complex* a = team_.writing(u0_ + slab(j), c_.nx * c_.nz);
+      Complex* o = team_.writing(w_ + slab(j), c_.nx * c_.nz);
+      for (size_t k = 0; k < c_.nz; ++k) {
+        in_[k] = a + c_.nx * k;
+        out_[k] = o + c_.nx * k;
+      }
+      along_z(-1, twiddle_ + slab(j));
+      along_x(-1, c_.nz);
+    }
     team_.barrier();
-    planes_xy(-1, u1_);
+    for (size_t k = planes_.lo; k < planes_.hi; ++k) {
+      Complex* to = team_.writing(u1_ + plane(k), c_.nx * c_.ny);
+      for (size_t j = 0; j < c_.ny; ++j) {
+        in_[j] = team_.reading(w_ + slab(j) + c_.nx * k, c_.nx);
+        out_[j] = to + c_.nx * j;
+      }
+      along_y(-1);
+    }
     return checksum();
   }
 
  private:
-  Complex& at(Complex* u, size_t i, size_t j, size_t k) const { return u[i + c_.nx * (j + c_.ny * k)]; }
-  size_t row_at(size_t j, size_t k) const { return c_.nx * (j + c_.ny * k); }
+  size_t plane(size_t k) const { return c_.nx * c_.ny * k; }  // u1's plane k
+  size_t slab(size_t j) const { return c_.nx * c_.nz * j; }   // row j of u0, w, twiddle
 
   void twiddle() {
     const double ap = -4.0 * kAlpha * M_PI * M_PI;
     auto wave = [](size_t i, size_t n) { return static_cast<long>((i + n / 2) % n) - static_cast<long>(n / 2); };
-    for (size_t k = 0; k < c_.nz; ++k)
-      for (size_t j = rows_.lo; j < rows_.hi; ++j) {
+    for (size_t j = rows_.lo; j < rows_.hi; ++j) {
+      double* t = team_.writing(twiddle_ + slab(j), c_.nx * c_.nz);
+      for (size_t k = 0; k < c_.nz; ++k) {
         const long kk = wave(k, c_.nz), jj = wave(j, c_.ny);
-        double* t = team_.writing(twiddle_ + row_at(j, k), c_.nx);
         for (size_t i = 0; i < c_.nx; ++i) {
           const long ii = wave(i, c_.nx);
-          t[i] = std::exp(ap * static_cast<double>(ii * ii + jj * jj + kk * kk));
+          t[c_.nx * k + i] = std::exp(ap * static_cast<double>(ii * ii + jj * jj + kk * kk));
         }
       }
-  }
-
-  void initial_conditions() {
-    for (size_t k = planes_.lo; k < planes_.hi; ++k) {
-      Lcg g(kSeed);
-      g.skip(2 * c_.nx * c_.ny * k);
-      Complex* plane = team_.writing(u1_ + row_at(0, k), c_.nx * c_.ny);
-      g.fill(reinterpret_cast<double*>(plane), static_cast<long>(2 * c_.nx * c_.ny));
     }
   }
 
-  // x then y (forward) or y then x (inverse) in each owned plane of u, in place.
-  void planes_xy(int sign, Complex* u) {
-    for (size_t k = planes_.lo; k < planes_.hi; ++k) {
-      Complex* p = team_.writing(u + row_at(0, k), c_.nx * c_.ny);
-      if (sign > 0) {
-        along_x(sign, p);
-        along_y(sign, p);
-      } else {
-        along_y(sign, p);
-        along_x(sign, p);
-      }
-    }
-  }
-
-  void along_x(int sign, Complex* p) {
+  // Along x in the rows out_[0..count), in place, 16 rows at a time.
+  void along_x(int sign, size_t count) {
     Complex *y = scratch_.data(), *w = y + c_.nx * kBatch;
-    for (size_t j0 = 0; j0 < c_.ny; j0 += kBatch) {
+    for (size_t r0 = 0; r0 < count; r0 += kBatch) {
       for (size_t b = 0; b < kBatch; ++b)
-        for (size_t i = 0; i < c_.nx; ++i) y[i * kBatch + b] = p[i + c_.nx * (j0 + b)];
+        for (size_t i = 0; i < c_.nx; ++i) y[i * kBatch + b] = out_[r0 + b][i];
       fft_batch(sign, c_.nx, wx_, y, w);
       for (size_t b = 0; b < kBatch; ++b)
-        for (size_t i = 0; i < c_.nx; ++i) p[i + c_.nx * (j0 + b)] = y[i * kBatch + b];
+        for (size_t i = 0; i < c_.nx; ++i) out_[r0 + b][i] = y[i * kBatch + b];
     }
   }
 
-  void along_y(int sign, Complex* p) {
+  // Along y from the rows in_[j] of one plane into the rows out_[j] (which may be the same),
+  // 16 columns at a time.
+  void along_y(int sign) {
     Complex *y = scratch_.data(), *w = y + c_.ny * kBatch;
     for (size_t i0 = 0; i0 < c_.nx; i0 += kBatch) {
-      for (size_t j = 0; j < c_.ny; ++j) std::copy(p + i0 + c_.nx * j, p + i0 + c_.nx * j + kBatch, y + j * kBatch);
+      for (size_t j = 0; j < c_.ny; ++j) std::copy(in_[j] + i0, in_[j] + i0 + kBatch, y + j * kBatch);
       fft_batch(sign, c_.ny, wy_, y, w);
-      for (size_t j = 0; j < c_.ny; ++j) std::copy(y + j * kBatch, y + (j + 1) * kBatch, p + i0 + c_.nx * j);
+      for (size_t j = 0; j < c_.ny; ++j) std::copy(y + j * kBatch, y + (j + 1) * kBatch, out_[j] + i0);
     }
   }
 
-  // z along each owned row j: from `from` into `to` (which may be the same field).
-  void rows_z(int sign, Complex* from, Complex* to) {
+  // Along z from the rows in_[k] into out_[k], 16 columns at a time. With the twiddle factors
+  // of the row (k at twiddle + nx k): NPB's evolve first, in_ *= twiddle in place.
+  void along_z(int sign, const double* twiddle) {
     Complex *y = scratch_.data(), *w = y + c_.nz * kBatch;
-    for (size_t j = rows_.lo; j < rows_.hi; ++j) {
-      for (size_t k = 0; k < c_.nz; ++k) in_[k] = team_.reading(from + row_at(j, k), c_.nx);
-      for (size_t k = 0; k < c_.nz; ++k) out_[k] = team_.writing(to + row_at(j, k), c_.nx);
-      for (size_t i0 = 0; i0 < c_.nx; i0 += kBatch) {
-        for (size_t k = 0; k < c_.nz; ++k) std::copy(in_[k] + i0, in_[k] + i0 + kBatch, y + k * kBatch);
-        fft_batch(sign, c_.nz, wz_, y, w);
-        for (size_t k = 0; k < c_.nz; ++k) std::copy(y + k * kBatch, y + (k + 1) * kBatch, out_[k] + i0);
-      }
-    }
-  }
-
-  // u0 *= twiddle; u1 = u0 (owned rows).
-  void evolve() {
-    for (size_t k = 0; k < c_.nz; ++k)
-      for (size_t j = rows_.lo; j < rows_.hi; ++j) {
-        Complex* a = team_.writing(u0_ + row_at(j, k), c_.nx);
-        Complex* b = team_.writing(u1_ + row_at(j, k), c_.nx);
-        const double* t = twiddle_ + row_at(j, k);
-        for (size_t i = 0; i < c_.nx; ++i) {
-          a[i] *= t[i];
-          b[i] = a[i];
+    for (size_t i0 = 0; i0 < c_.nx; i0 += kBatch) {
+      for (size_t k = 0; k < c_.nz; ++k) {
+        if (twiddle != nullptr) {
+          Complex* a = const_cast<Complex*>(in_[k]) + i0;  // u0's own slab, declared written
+          const double* t = twiddle + c_.nx * k + i0;
+          for (size_t b = 0; b < kBatch; ++b) a[b] *= t[b];
         }
+        std::copy(in_[k] + i0, in_[k] + i0 + kBatch, y + k * kBatch);
       }
+      fft_batch(sign, c_.nz, wz_, y, w);
+      for (size_t k = 0; k < c_.nz; ++k) std::copy(y + k * kBatch, y + (k + 1) * kBatch, out_[k] + i0);
+    }
   }
 
   Complex checksum() {
@@ -175,7 +188,7 @@ class Solver {
     for (size_t q = 1; q <= 1024; ++q) {
       const size_t k = (5 * q) % c_.nz;
       if (k < planes_.lo || k >= planes_.hi) continue;
-      const Complex v = at(u1_, q % c_.nx, (3 * q) % c_.ny, k);
+      const Complex v = u1_[plane(k) + c_.nx * ((3 * q) % c_.ny) + q % c_.nx];
       s[0] += v.real();
       s[1] += v.imag();
     }
@@ -188,11 +201,11 @@ class Solver {
   const FtClass& c_;
   const Range planes_, rows_;  // owned z planes; owned y rows
   const std::vector<Complex> wx_, wy_, wz_;
-  Complex *u0_ = nullptr, *u1_ = nullptr;
+  Complex *u0_ = nullptr, *w_ = nullptr, *u1_ = nullptr;
   double* twiddle_ = nullptr;
   std::vector<Complex> scratch_;
-  std::vector<const Complex*> in_;
-  std::vector<Complex*> out_;
+  std::vector<const Complex*> in_;  // the rows a pass reads
+  std::vector<Complex*> out_;       // the rows a pass writes
 };
 
 }  // namespace
@@ -200,7 +213,7 @@ class Solver {
 size_t ft_shared_bytes(char cls, int) {
   const FtClass& c = ft_class(cls);
   const size_t cells = c.nx * c.ny * c.nz;
-  return cells * (2 * sizeof(Complex) + sizeof(double)) + 3 * 4096;
+  return cells * (3 * sizeof(Complex) + sizeof(double)) + 4 * 4096;
 }
 
 Result run_ft(Team& team, char cls) {

@@ -4,29 +4,36 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <thread>
 #include <vector>
 
 namespace loom::nas {
 
-const char* const DsmCounters::kNames[kCount] = {"faults", "read_misses", "revalidations", "invalidations", "bytes_fetched", "notices", "twins", "released_blocks"};
+const char* const DsmCounters::kNames[kCount] = {"faults", "read_misses", "revalidations", "invalidations", "bytes_fetched", "notices", "twins", "released_blocks", "exclusive_claims", "downgrades"};
 
 namespace {
 
 using coherence::Space;
 
 DsmCounters counters(const coherence::Stats& s) {
-  const uint64_t v[DsmCounters::kCount] = {s.faults, s.read_misses, s.revalidations, s.invalidations, s.bytes_fetched, s.notices, s.twins, s.released_blocks};
+  const uint64_t v[DsmCounters::kCount] = {s.faults, s.read_misses, s.revalidations, s.invalidations, s.bytes_fetched, s.notices, s.twins, s.released_blocks, s.exclusive_claims, s.downgrades};
   DsmCounters c;
   for (int i = 0; i < DsmCounters::kCount; ++i) c.v[i] = static_cast<double>(v[i]);
   return c;
 }
 
-// What the threads of one process share.
+// What the threads of one process share. Each shared allocation is a region of its own, so
+// the coherence layer learns each array's sharing on its own (claims are judged per region).
 struct ProcessShared {
-  ProcessShared(Space& s, region::Region& r, int threads) : space(s), region(r), sync(threads) {}
+  ProcessShared(Space& s, int threads) : space(s), sync(threads) {}
+  ProcessShared(const ProcessShared&) = delete;
+  ProcessShared& operator=(const ProcessShared&) = delete;
+  ~ProcessShared() {  // collective, like the regions' creation
+    for (auto it = regions.rbegin(); it != regions.rend(); ++it) space.destroy_region(**it);
+  }
   Space& space;
-  region::Region& region;
+  std::vector<region::Region*> regions;
   std::barrier<> sync;
   void* last = nullptr;
   DsmCounters before, timed;  // thread 0 writes
@@ -34,15 +41,20 @@ struct ProcessShared {
 
 class LoomTeam final : public Team {
  public:
+  static constexpr size_t kBlock = 4096;
   LoomTeam(Runtime& rt, ProcessShared& ps, int thread) : Team(rt.rank(), rt.size(), thread, rt.threads_per_process()), ps_(ps) { make_slots(); }
   std::string backend() const override { return "loom-" + ps_.space.policy().name(); }
   void barrier() override { ps_.space.barrier(); }
-  size_t unit() const override { return ps_.region.block_size(); }
+  size_t unit() const override { return kBlock; }
 
  protected:
   void* allocate(size_t bytes) override {
     ps_.sync.arrive_and_wait();
-    if (thread() == 0) ps_.last = ps_.region.allocate(bytes, ps_.region.block_size());
+    if (thread() == 0) {
+      region::Region& r = ps_.space.create_region((bytes + kBlock - 1) / kBlock * kBlock + kBlock, kBlock, 0);
+      ps_.regions.push_back(&r);
+      ps_.last = r.allocate(bytes, kBlock);
+    }
     ps_.sync.arrive_and_wait();
     return ps_.last;
   }
@@ -75,7 +87,8 @@ LoomRun run_member(Runtime& rt, ProcessShared& ps, const Kernel& kernel, char cl
   return run;
 }
 
-size_t region_bytes(const Kernel& kernel, char cls, const Runtime& rt) {
+// All the kernel's shared arrays and the sums' slots: what the Space reserves room for.
+size_t shared_bytes(const Kernel& kernel, char cls, const Runtime& rt) {
   const size_t members = static_cast<size_t>(rt.size()) * static_cast<size_t>(rt.threads_per_process());
   return kernel.shared_bytes(cls, static_cast<int>(members)) + 2 * members * Team::kMaxSum * sizeof(double) + (size_t{1} << 20);
 }
@@ -83,16 +96,16 @@ size_t region_bytes(const Kernel& kernel, char cls, const Runtime& rt) {
 }  // namespace
 
 LoomRun run_on_loom(Runtime& rt, const Kernel& kernel, char cls, const coherence::Config& config) {
-  const size_t bytes = region_bytes(kernel, cls, rt);  // throws on a bad class, before anything collective
+  const size_t bytes = shared_bytes(kernel, cls, rt);  // throws on a bad class, before anything collective
   coherence::Config cfg = config;
   if (cfg.reserve < bytes + (size_t{1} << 30)) cfg.reserve = bytes + (size_t{1} << 30);
   Space space(rt, cfg);
-  region::Region& region = space.create_region(bytes, 4096, 0);
-  ProcessShared ps(space, region, rt.threads_per_process());
+  std::optional<ProcessShared> ps;
+  ps.emplace(space, rt.threads_per_process());
   LoomRun run;
   auto member = [&](int t) {
     try {
-      LoomRun r = run_member(rt, ps, kernel, cls, t);
+      LoomRun r = run_member(rt, *ps, kernel, cls, t);
       if (t == 0) run = r;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "nas: rank %d thread %d: %s\n", rt.rank(), t, e.what());
@@ -104,7 +117,7 @@ LoomRun run_on_loom(Runtime& rt, const Kernel& kernel, char cls, const coherence
   for (int t = 1; t < rt.threads_per_process(); ++t) threads.push_back(rt.spawn_at(t, "nas-" + std::to_string(t), [&member, t] { member(t); }));
   member(0);
   for (auto& t : threads) t.join();
-  space.destroy_region(region);
+  ps.reset();  // the regions, collectively
   return run;
 }
 

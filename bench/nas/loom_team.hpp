@@ -11,8 +11,8 @@ namespace loom::nas {
 
 // Counters of the timed section, summed over the processes.
 struct DsmCounters {
-  static constexpr int kCount = 8;
-  static const char* const kNames[kCount];  // faults, read_misses, revalidations, invalidations, bytes_fetched, notices, twins, released_blocks
+  static constexpr int kCount = 10;
+  static const char* const kNames[kCount];  // faults, read_misses, revalidations, invalidations, bytes_fetched, notices, twins, released_blocks, exclusive_claims, downgrades
   double v[kCount] = {};
 };
 

@@ -6,6 +6,7 @@
 // shared-memory code: members read and write the shared arrays with plain loads and stores,
 // and may name a range they are about to read or write in bulk (reading/writing), which the
 // Loom back end turns into explicit accesses and the OpenMP one ignores.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -50,10 +51,10 @@ class Team {
   }
   double max(double v);
 
-  // Collective: n zeroed T that every member sees at the same address.
+  // Collective: n zeroed T that every member sees at the same address (n may be 0).
   template <typename T>
   T* shared(size_t n) {
-    return static_cast<T*>(allocate(n * sizeof(T) + 1));
+    return static_cast<T*>(allocate(std::max<size_t>(n * sizeof(T), 1)));
   }
 
   // Names [p, p+n) as about to be read (until the next barrier or sum) or written in bulk; use
