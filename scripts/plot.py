@@ -104,12 +104,16 @@ def nas_figure(paths, out):
     variants = sorted({v for p in problems for v in seconds[p] if v != "omp-t1"}, key=lambda v: (not v.startswith("omp"), v))
     fig, ax = plt.subplots(figsize=(max(7, 1.2 * len(problems)), 4.5))
     width = 0.8 / max(1, len(variants))
-    for i, v in enumerate(variants):
-        xs = [k + i * width for k, p in enumerate(problems) if v in seconds[p]]
-        ys = [seconds[p]["omp-t1"] / seconds[p][v] for p in problems if v in seconds[p]]
-        ax.bar(xs, ys, width, label=v)
+    colors = {v: f"C{i}" for i, v in enumerate(variants)}
+    labelled = set()
+    for k, p in enumerate(problems):
+        here = [v for v in variants if v in seconds[p]]  # bars of a problem side by side, centred
+        for i, v in enumerate(here):
+            x = k + (i - (len(here) - 1) / 2) * width
+            ax.bar(x, seconds[p]["omp-t1"] / seconds[p][v], width, color=colors[v], label=None if v in labelled else v)
+            labelled.add(v)
     ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(problems))], problems)
+    ax.set_xticks(range(len(problems)), problems)
     ax.set_ylabel("speed relative to OpenMP, 1 thread")
     ax.legend(fontsize=7, ncol=2)
     ax.grid(True, axis="y", alpha=0.3)
