@@ -127,7 +127,9 @@ std::vector<std::byte> Space::Impl::serve_downgrade(std::span<const std::byte> p
   std::memcpy(&q, payload.data(), sizeof q);
   std::shared_lock<std::shared_mutex> serving(serve_mu);
   RegionState* rs = state_by_id(q.region);
-  if (rs == nullptr) fail("dsm: downgrade request from rank ", from, " names region ", q.region, ", which this process does not hold");
+  // A late copy (an asker sends its request again after kResendMs while it waits, and may be
+  // done, and the region destroyed, before the copy arrives): nothing of it is left to downgrade.
+  if (rs == nullptr) return {};
   if (q.count == 0 || q.count > kMaxDowngradeRun || q.block >= rs->r->blocks() || q.count > rs->r->blocks() - q.block)
     fail("dsm: downgrade request from rank ", from, " names blocks [", q.block, ", +", q.count, ") of ", rs->r->blocks());
   region::InRuntime ir;

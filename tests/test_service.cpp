@@ -1,6 +1,8 @@
 // Service threads, send-based service calls and remote allocation, between processes.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -88,6 +90,26 @@ TEST(Service, OneWayCallsNeedNoSetupAndArriveOnce) {
   while (count.load() < 2 * K) b.pause();
   rt().barrier();
   EXPECT_EQ(count.load(), 2 * K);
+}
+
+// Unregistering a handler while a call of it runs waits for that call to return, so what the
+// handler uses may be freed right after (a coherence Space freed itself under a running
+// downgrade handler: ThreadSanitizer, coherence.np4).
+TEST(Service, UnregisteringWaitsForARunningCall) {
+  static std::atomic<int> started{0}, finished{0};
+  const uint32_t id = rt().service().register_handler("test.slow", [](const runtime::ServiceRequest&) {
+    started.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    finished.fetch_add(1);
+    return std::vector<std::byte>{};
+  });
+  rt().barrier();
+  rt().service().call(right(), id, {});
+  wait::Backoff b;
+  while (started.load() < 1) b.pause();
+  rt().service().unregister_handler(id);
+  EXPECT_EQ(finished.load(), 1);
+  rt().barrier();
 }
 
 // Handlers that send (as the docs recommend instead of call_sync) while the main threads flood

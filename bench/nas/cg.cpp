@@ -1,7 +1,8 @@
 // CG: the inverse power method on NPB's random sparse matrix, 25 unpreconditioned conjugate-
 // gradient steps per outer iteration; verified by zeta (1e-10). The vectors live in shared
-// memory; each member builds and multiplies the rows it owns (its part of the vectors), and reads
-// the whole of p (and z) when it multiplies.
+// memory; each member builds and multiplies the rows it owns (its part of the vectors), reads
+// the whole of r to form its own copy of the search direction, and the whole of z once per
+// outer iteration.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -127,38 +128,45 @@ void multiply(const Rows& m, const double* v, double* out) {
   }
 }
 
+// The shared vectors. x, q, z and r are written by their owners in parts; z and r are read
+// whole by everyone (z for the residual, r to form the search direction).
 struct Vectors {
-  double *x, *z, *p, *q, *r;
+  double *x, *z, *q, *r;
 };
 
-// NPB's conj_grad: z from 25 CG steps on A z = x; returns ||x - A z||.
-double conj_grad(Team& team, const Rows& m, const Vectors& v, size_t n) {
+// NPB's conj_grad: z from 25 CG steps on A z = x; returns ||x - A z||. Every member keeps the
+// whole search direction p in its own memory and updates it from the whole of r after the sum
+// that gives beta: the same operations as updating parts of a shared p, without the barrier a
+// shared p would need before each product.
+double conj_grad(Team& team, const Rows& m, const Vectors& v, std::vector<double>& p, size_t n) {
   const size_t lo = m.lo, hi = m.hi;
   double rho = 0;
   for (size_t j = lo; j < hi; ++j) {
     v.q[j] = 0;
     v.z[j] = 0;
     v.r[j] = v.x[j];
-    v.p[j] = v.r[j];
     rho += v.r[j] * v.r[j];
   }
   rho = team.sum(rho);
+  const double* r = team.reading(v.r, n);
+  std::copy(r, r + n, p.begin());
   for (int step = 0; step < kCgSteps; ++step) {
-    multiply(m, team.reading(v.p, n), v.q);
+    multiply(m, p.data(), v.q);
     double d = 0;
-    for (size_t j = lo; j < hi; ++j) d += v.p[j] * v.q[j];
+    for (size_t j = lo; j < hi; ++j) d += p[j] * v.q[j];
     d = team.sum(d);
     const double alpha = rho / d, rho0 = rho;
     rho = 0;
     for (size_t j = lo; j < hi; ++j) {
-      v.z[j] = v.z[j] + alpha * v.p[j];
+      v.z[j] = v.z[j] + alpha * p[j];
       v.r[j] = v.r[j] - alpha * v.q[j];
       rho += v.r[j] * v.r[j];
     }
     rho = team.sum(rho);
+    if (step + 1 == kCgSteps) break;  // the last direction is never used (and r is rewritten below)
     const double beta = rho / rho0;
-    for (size_t j = lo; j < hi; ++j) v.p[j] = v.r[j] + beta * v.p[j];
-    team.barrier();  // p whole before the next product
+    r = team.reading(v.r, n);
+    for (size_t j = 0; j < n; ++j) p[j] = r[j] + beta * p[j];
   }
   multiply(m, team.reading(v.z, n), v.r);
   double sum = 0;
@@ -184,23 +192,24 @@ double normalize(Team& team, const Rows& m, const Vectors& v) {
 
 }  // namespace
 
-size_t cg_shared_bytes(char cls, int) { return 5 * (static_cast<size_t>(cg_class(cls).na) * sizeof(double) + 4096); }
+size_t cg_shared_bytes(char cls, int) { return 4 * (static_cast<size_t>(cg_class(cls).na) * sizeof(double) + 4096); }
 
 Result run_cg(Team& team, char cls) {
   const CgClass& c = cg_class(cls);
   const size_t n = static_cast<size_t>(c.na);
-  Vectors v{team.shared<double>(n), team.shared<double>(n), team.shared<double>(n), team.shared<double>(n), team.shared<double>(n)};
-  const Range mine = team.part(n);
+  const Vectors v{team.shared<double>(n), team.shared<double>(n), team.shared<double>(n), team.shared<double>(n)};
+  std::vector<double> p(n);  // this member's copy of the search direction
+  const Range mine = team.part(n, team.unit() / sizeof(double));  // parts of whole blocks
   const Rows m = make_rows(c, mine.lo, mine.hi);
   // One untimed iteration (as the reference), then x = 1 again.
   for (size_t j = mine.lo; j < mine.hi; ++j) v.x[j] = 1.0;
-  conj_grad(team, m, v, n);
+  conj_grad(team, m, v, p, n);
   normalize(team, m, v);
   for (size_t j = mine.lo; j < mine.hi; ++j) v.x[j] = 1.0;
   double zeta = 0, rnorm = 0;
   TeamTimer timer(team);
   for (int it = 1; it <= c.niter; ++it) {
-    rnorm = conj_grad(team, m, v, n);
+    rnorm = conj_grad(team, m, v, p, n);
     zeta = c.shift + 1.0 / normalize(team, m, v);
   }
   Result r;

@@ -78,8 +78,13 @@ uint32_t Service::register_handler(std::string_view name, ServiceHandler h) {
 }
 
 void Service::unregister_handler(uint32_t id) {
-  std::unique_lock<std::shared_mutex> g(handlers_mu_);
-  handlers_.erase(id);
+  {
+    std::unique_lock<std::shared_mutex> g(handlers_mu_);
+    handlers_.erase(id);
+  }
+  // A call that found the handler before the erase may still be running: wait for it (the
+  // service thread takes running_mu_ before it looks the handler up).
+  if (!on_service_thread()) std::lock_guard<std::mutex> wait_for_running(running_mu_);
 }
 
 void Service::start() {
@@ -260,6 +265,7 @@ void Service::handle(int src, std::span<const std::byte> msg) {
     return;
   }
   ServiceHandler fn;
+  std::lock_guard<std::mutex> running(running_mu_);  // pairs with unregister_handler's wait
   {
     std::shared_lock<std::shared_mutex> g(handlers_mu_);
     auto it = handlers_.find(h.function);

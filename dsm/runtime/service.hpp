@@ -50,7 +50,9 @@ class Service {
   // Function ids are FNV-1a hashes of names, identical in every process of the program.
   static uint32_t id_of(std::string_view name);
   uint32_t register_handler(std::string_view name, ServiceHandler h);
-  // A message for an id no longer registered gets the unknown-function error reply.
+  // A message for an id no longer registered gets the unknown-function error reply. Returns
+  // once no call of the handler is running (called on the service thread itself, at once), so
+  // what the handler uses may be freed after it.
   void unregister_handler(uint32_t id);
 
   void start();
@@ -109,6 +111,7 @@ class Service {
 
   std::shared_mutex handlers_mu_;
   std::unordered_map<uint32_t, std::pair<std::string, ServiceHandler>> handlers_;
+  std::mutex running_mu_;  // held by the service thread while it runs a handler
 
   std::mutex pending_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending_;
