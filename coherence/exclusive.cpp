@@ -136,10 +136,12 @@ std::vector<std::byte> Space::Impl::serve_downgrade(std::span<const std::byte> p
   LaneGuard lane(lanes);
   for (size_t b = q.block; b < size_t{q.block} + q.count; ++b) {
     BlockMeta& m = rs->meta[b];
-    // A racy peek first: the mutex of a block that is not exclusive here may be held by a thread
-    // that waits for another process (an explicit access holds a run of twinned blocks while it
-    // fetches the next), which must never wait for this service thread in turn.
-    if (m.state != State::Exclusive) continue;
+    // The asked block itself: its mutex as for any downgrade (a claim being flushed holds it).
+    // The rest of a range: a racy peek first, since the mutex of a block that is not exclusive
+    // here may be held by a thread that waits for another process (an explicit access holds a
+    // run of twinned blocks while it fetches the next), which must never wait for this service
+    // thread in turn; a block claimed but not yet flushed is asked for again by its own fetch.
+    if (b != q.block && m.state != State::Exclusive) continue;
     std::lock_guard<std::mutex> g(m.mu);
     if (m.state != State::Exclusive) continue;
     rs->r->protect(b, 1, region::Protection::Read);  // writers here fault and wait for the mutex
