@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/balanced_order.hpp"
+#include "bench/bench_common.hpp"
 #include "bench/nas/args.hpp"
 
 namespace {
@@ -143,17 +143,6 @@ Run run(const std::string& command) {
   return r;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double load_average() {
-  double l[3] = {0, 0, 0};
-  getloadavg(l, 3);
-  return l[0];
-}
-
 std::string self_dir() {
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -168,6 +157,9 @@ std::string with_problem(std::string command, const std::string& problem) {
 }
 
 }  // namespace
+
+using loom::bench::load_average;
+using loom::bench::median;
 
 int main(int argc, char** argv) {
   Options o;
