@@ -18,7 +18,7 @@
 
 #include "bench/bench_common.hpp"
 #include "bench/coherence_jacobi.hpp"
-#include "coherence/space.hpp"
+#include "loom/coherence/space.hpp"
 
 using namespace loom;
 using namespace loom::bench;

@@ -19,9 +19,9 @@
 
 #include "bench/balanced_order.hpp"
 #include "bench/cursor.hpp"
-#include "dsm/common/dsm_settings.hpp"
-#include "dsm/runtime/runtime.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/dsm/common/dsm_settings.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
+#include "loom/dsm/common/backoff.hpp"
 
 #ifdef LOOM_HAVE_UCX
 #include <ucp/api/ucp.h>

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "dsm/memory/circular_allocator.hpp"
-#include "dsm/runtime/runtime.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/dsm/memory/circular_allocator.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
+#include "loom/dsm/common/backoff.hpp"
 #include "bench/bench_common.hpp"
 
 #ifdef LOOM_HAVE_UCX

@@ -9,8 +9,8 @@
 #include <functional>
 
 #include "bench/bench_common.hpp"
-#include "invoke/aggregator.hpp"
-#include "invoke/calls.hpp"
+#include "loom/invoke/aggregator.hpp"
+#include "loom/invoke/calls.hpp"
 
 using namespace loom;
 using namespace loom::bench;

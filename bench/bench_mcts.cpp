@@ -21,9 +21,9 @@
 
 #include "bench/bench_common.hpp"
 #include "bench/mcts_match.hpp"
-#include "mcts_shared_tree/hex.hpp"
-#include "mcts_shared_tree/options.hpp"
-#include "mcts_shared_tree/policies.hpp"
+#include "loom/mcts_shared_tree/hex.hpp"
+#include "loom/mcts_shared_tree/options.hpp"
+#include "loom/mcts_shared_tree/policies.hpp"
 
 using namespace loom;
 using namespace loom::bench;

@@ -15,11 +15,11 @@
 #include "bench/bench_common.hpp"
 #include "bench/objects_containers.hpp"
 #include "bench/objects_fig6.hpp"
-#include "coherence/lane.hpp"
-#include "dsm/runtime/connect.hpp"
-#include "invoke/calls.hpp"
-#include "objects/calibrate.hpp"
-#include "objects/context.hpp"
+#include "loom/coherence/lane.hpp"
+#include "loom/dsm/runtime/connect.hpp"
+#include "loom/invoke/calls.hpp"
+#include "loom/objects/calibrate.hpp"
+#include "loom/objects/context.hpp"
 
 using namespace loom;
 using namespace loom::bench;

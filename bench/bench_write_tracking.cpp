@@ -17,8 +17,8 @@
 #include <string>
 
 #include "bench/bench_common.hpp"
-#include "dsm/common/error.hpp"
-#include "dsm/region/write_tracking.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/region/write_tracking.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <memory>
 
-#include "coherence/space.hpp"
+#include "loom/coherence/space.hpp"
 
 namespace loom::bench {
 namespace {

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "mcts_shared_tree/hex.hpp"
-#include "mcts_shared_tree/policies.hpp"
+#include "loom/mcts_shared_tree/hex.hpp"
+#include "loom/mcts_shared_tree/policies.hpp"
 
 namespace loom::bench {
 

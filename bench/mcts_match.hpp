@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "bench/bench_common.hpp"
-#include "mcts_shared_tree/search.hpp"
-#include "objects/context.hpp"
+#include "loom/mcts_shared_tree/search.hpp"
+#include "loom/objects/context.hpp"
 
 namespace loom::bench {
 

@@ -11,9 +11,9 @@
 #include <span>
 #include <string>
 
-#include "objects/calibrate.hpp"
-#include "objects/hash_map.hpp"
-#include "objects/queue.hpp"
+#include "loom/objects/calibrate.hpp"
+#include "loom/objects/hash_map.hpp"
+#include "loom/objects/queue.hpp"
 
 namespace loom::bench {
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "bench/bench_common.hpp"
-#include "objects/context.hpp"
-#include "objects/cost_model.hpp"
+#include "loom/objects/context.hpp"
+#include "loom/objects/cost_model.hpp"
 
 namespace loom::bench {
 

@@ -5,8 +5,8 @@
 
 #include <cstdio>
 
-#include "dsm/common/backoff.hpp"
-#include "objects/queue.hpp"
+#include "loom/dsm/common/backoff.hpp"
+#include "loom/objects/queue.hpp"
 
 namespace loom::bench {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "bench/bench_common.hpp"
-#include "objects/context.hpp"
+#include "loom/objects/context.hpp"
 
 namespace loom::bench {
 

@@ -3,8 +3,8 @@
 // made through this word (merged, since several releasers may precede one acquirer).
 #include <cstring>
 
-#include "coherence/space_impl.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/coherence/space_impl.hpp"
+#include "loom/dsm/common/backoff.hpp"
 
 namespace loom::coherence {
 

@@ -2,8 +2,8 @@
 // last to arrive releases, exchanges write notices with the other processes by dissemination
 // (in round k, to rank + 2^k and from rank - 2^k: after ceil(log2 n) rounds everyone holds the
 // union of everyone's notices), and acquires them.
-#include "coherence/space_impl.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/coherence/space_impl.hpp"
+#include "loom/dsm/common/backoff.hpp"
 
 namespace loom::coherence {
 

@@ -9,10 +9,10 @@
 #include <mutex>
 #include <vector>
 
-#include "coherence/dir_word.hpp"
-#include "dsm/memory/rdma_allocator.hpp"
-#include "dsm/region/region.hpp"
-#include "dsm/runtime/remote_memory.hpp"
+#include "loom/coherence/dir_word.hpp"
+#include "loom/dsm/memory/rdma_allocator.hpp"
+#include "loom/dsm/region/region.hpp"
+#include "loom/dsm/runtime/remote_memory.hpp"
 
 namespace loom::coherence {
 

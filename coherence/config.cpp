@@ -1,7 +1,7 @@
 // The coherence policy and the Space's settings.
-#include "coherence/space.hpp"
-#include "coherence/settings.hpp"
-#include "dsm/common/error.hpp"
+#include "loom/coherence/space.hpp"
+#include "loom/coherence/settings.hpp"
+#include "loom/dsm/common/error.hpp"
 
 namespace loom::coherence {
 

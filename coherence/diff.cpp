@@ -1,4 +1,4 @@
-#include "coherence/diff.hpp"
+#include "loom/coherence/diff.hpp"
 
 #include <atomic>
 #include <cstring>

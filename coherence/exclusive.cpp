@@ -8,10 +8,10 @@
 #include <chrono>
 #include <cstring>
 
-#include "dsm/common/backoff.hpp"
+#include "loom/dsm/common/backoff.hpp"
 
-#include "coherence/space_impl.hpp"
-#include "dsm/common/log.hpp"
+#include "loom/coherence/space_impl.hpp"
+#include "loom/dsm/common/log.hpp"
 
 namespace loom::coherence {
 

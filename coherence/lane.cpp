@@ -1,11 +1,11 @@
-#include "coherence/lane.hpp"
+#include "loom/coherence/lane.hpp"
 
 #include <array>
 #include <thread>
 
-#include "dsm/common/error.hpp"
-#include "dsm/common/log.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/dsm/common/backoff.hpp"
 
 namespace loom::coherence {
 

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "dsm/fabric/fabric.hpp"
-#include "dsm/memory/rdma_allocator.hpp"
+#include "loom/dsm/fabric/fabric.hpp"
+#include "loom/dsm/memory/rdma_allocator.hpp"
 
 namespace loom::coherence {
 

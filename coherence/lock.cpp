@@ -5,8 +5,8 @@
 #include <bit>
 #include <cstring>
 
-#include "coherence/space_impl.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/coherence/space_impl.hpp"
+#include "loom/dsm/common/backoff.hpp"
 
 namespace loom::coherence {
 

@@ -1,4 +1,4 @@
-#include "coherence/notices.hpp"
+#include "loom/coherence/notices.hpp"
 
 #include <algorithm>
 #include <cstring>

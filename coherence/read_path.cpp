@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "coherence/space_impl.hpp"
-#include "dsm/common/log.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/coherence/space_impl.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/dsm/common/backoff.hpp"
 
 namespace loom::coherence {
 

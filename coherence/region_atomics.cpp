@@ -7,8 +7,8 @@
 // the releases before it set here (directory policies).
 #include <cstring>
 
-#include "coherence/space_impl.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/coherence/space_impl.hpp"
+#include "loom/dsm/common/backoff.hpp"
 
 namespace loom::coherence {
 

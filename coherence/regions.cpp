@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "coherence/space_impl.hpp"
+#include "loom/coherence/space_impl.hpp"
 
 namespace loom::coherence {
 

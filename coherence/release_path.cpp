@@ -6,9 +6,9 @@
 #include <cstring>
 #include <vector>
 
-#include "coherence/diff.hpp"
-#include "coherence/space_impl.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/coherence/diff.hpp"
+#include "loom/coherence/space_impl.hpp"
+#include "loom/dsm/common/backoff.hpp"
 
 namespace loom::coherence {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The coherence protocol's settings (read by coherence::Config::from_env).
-#include "dsm/common/settings.hpp"
+#include "loom/dsm/common/settings.hpp"
 
 namespace loom::coherence::settings {
 

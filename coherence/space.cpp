@@ -1,12 +1,12 @@
 // The Space's life: construction (lanes, synchronization memory), teardown, and what it reports.
-#include "coherence/space.hpp"
+#include "loom/coherence/space.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-#include "coherence/space_impl.hpp"
-#include "dsm/common/log.hpp"
-#include "dsm/runtime/connect.hpp"
+#include "loom/coherence/space_impl.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/dsm/runtime/connect.hpp"
 
 namespace loom::coherence {
 

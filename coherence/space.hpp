@@ -14,9 +14,9 @@
 #include <memory>
 #include <string>
 
-#include "dsm/region/region.hpp"
-#include "dsm/region/write_tracking.hpp"
-#include "dsm/runtime/runtime.hpp"
+#include "loom/dsm/region/region.hpp"
+#include "loom/dsm/region/write_tracking.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
 
 namespace loom::coherence {
 

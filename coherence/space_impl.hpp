@@ -14,10 +14,10 @@
 #include <span>
 #include <vector>
 
-#include "coherence/block_state.hpp"
-#include "coherence/lane.hpp"
-#include "coherence/notices.hpp"
-#include "coherence/space.hpp"
+#include "loom/coherence/block_state.hpp"
+#include "loom/coherence/lane.hpp"
+#include "loom/coherence/notices.hpp"
+#include "loom/coherence/space.hpp"
 
 namespace loom::coherence {
 

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "objects/distributed_array.hpp"
-#include "objects/endpoint.hpp"
+#include "loom/objects/distributed_array.hpp"
+#include "loom/objects/endpoint.hpp"
 
 using namespace loom;
 

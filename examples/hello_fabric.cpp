@@ -5,8 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include "dsm/runtime/remote_memory.hpp"
-#include "dsm/runtime/runtime.hpp"
+#include "loom/dsm/runtime/remote_memory.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
 
 int main(int argc, char** argv) {
   loom::Runtime rt(argc, argv);

@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "dsm/runtime/remote_memory.hpp"
-#include "invoke/calls.hpp"
+#include "loom/dsm/runtime/remote_memory.hpp"
+#include "loom/invoke/calls.hpp"
 
 using namespace loom;
 using namespace loom::invoke;

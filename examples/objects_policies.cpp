@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "objects/hash_map.hpp"
-#include "objects/queue.hpp"
+#include "loom/objects/hash_map.hpp"
+#include "loom/objects/queue.hpp"
 
 using namespace loom;
 using objects::Level;

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "dsm/runtime/runtime.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
 
 int main(int argc, char** argv) {
   loom::Runtime rt(argc, argv);

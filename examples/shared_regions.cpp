@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "coherence/space.hpp"
+#include "loom/coherence/space.hpp"
 
 using namespace loom;
 

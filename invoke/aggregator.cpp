@@ -1,4 +1,4 @@
-#include "invoke/aggregator.hpp"
+#include "loom/invoke/aggregator.hpp"
 
 #include <algorithm>
 

@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "invoke/calls.hpp"
+#include "loom/invoke/calls.hpp"
 
 namespace loom::invoke {
 

@@ -1,6 +1,6 @@
-#include "invoke/calls.hpp"
+#include "loom/invoke/calls.hpp"
 
-#include "dsm/common/error.hpp"
+#include "loom/dsm/common/error.hpp"
 
 namespace loom::invoke {
 

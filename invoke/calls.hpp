@@ -17,8 +17,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "dsm/runtime/remote_memory.hpp"
-#include "invoke/invoker.hpp"
+#include "loom/dsm/runtime/remote_memory.hpp"
+#include "loom/invoke/invoker.hpp"
 
 namespace loom::invoke {
 

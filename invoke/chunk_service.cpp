@@ -1,7 +1,7 @@
 // The service handlers of remote invocation, run on the service thread.
-#include "invoke/chunk_service.hpp"
+#include "loom/invoke/chunk_service.hpp"
 
-#include "invoke/invoker.hpp"
+#include "loom/invoke/invoker.hpp"
 
 namespace loom::invoke {
 

@@ -7,8 +7,8 @@
 #include <span>
 #include <vector>
 
-#include "dsm/common/error.hpp"
-#include "dsm/runtime/service.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/runtime/service.hpp"
 
 namespace loom::invoke {
 

@@ -1,6 +1,6 @@
 // The invocation settings (invoke/settings.hpp).
-#include "invoke/config.hpp"
-#include "invoke/settings.hpp"
+#include "loom/invoke/config.hpp"
+#include "loom/invoke/settings.hpp"
 
 namespace loom::invoke {
 

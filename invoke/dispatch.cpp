@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <string>
 
-#include "invoke/inbox.hpp"
-#include "invoke/invoker.hpp"
+#include "loom/invoke/inbox.hpp"
+#include "loom/invoke/invoker.hpp"
 
 namespace loom::invoke {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "invoke/wire.hpp"
+#include "loom/invoke/wire.hpp"
 
 namespace loom::invoke {
 

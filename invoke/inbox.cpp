@@ -1,11 +1,11 @@
 // The Inbox: announced channels, polling them in order, records, the function cache,
 // notifications and results written back.
-#include "invoke/inbox.hpp"
+#include "loom/invoke/inbox.hpp"
 
 #include <algorithm>
 
-#include "dsm/signal/notified_flag.hpp"
-#include "invoke/invoker.hpp"
+#include "loom/dsm/signal/notified_flag.hpp"
+#include "loom/invoke/invoker.hpp"
 
 namespace loom::invoke {
 

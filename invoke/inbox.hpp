@@ -12,9 +12,9 @@
 
 #include <tbb/concurrent_queue.h>
 
-#include "dsm/memory/circular_allocator.hpp"
-#include "invoke/registry.hpp"
-#include "invoke/wire.hpp"
+#include "loom/dsm/memory/circular_allocator.hpp"
+#include "loom/invoke/registry.hpp"
+#include "loom/invoke/wire.hpp"
 
 namespace loom::invoke {
 class Invoker;

@@ -1,12 +1,12 @@
 // The Invoker's life (collective construction and teardown, the service handlers registered
 // once per Service), progress (polling, helpers, RetryAsync draining), and reports.
-#include "invoke/invoker.hpp"
+#include "loom/invoke/invoker.hpp"
 
 #include <algorithm>
 #include <shared_mutex>
 
-#include "dsm/common/log.hpp"
-#include "invoke/chunk_service.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/invoke/chunk_service.hpp"
 
 namespace loom::invoke {
 

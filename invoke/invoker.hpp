@@ -13,14 +13,14 @@
 #include <thread>
 #include <vector>
 
-#include "dsm/common/error.hpp"
-#include "dsm/runtime/runtime.hpp"
-#include "dsm/common/backoff.hpp"
-#include "invoke/config.hpp"
-#include "invoke/frame_spec.hpp"
-#include "invoke/inbox.hpp"
-#include "invoke/messenger.hpp"
-#include "invoke/synchronizer.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
+#include "loom/dsm/common/backoff.hpp"
+#include "loom/invoke/config.hpp"
+#include "loom/invoke/frame_spec.hpp"
+#include "loom/invoke/inbox.hpp"
+#include "loom/invoke/messenger.hpp"
+#include "loom/invoke/synchronizer.hpp"
 
 namespace loom::invoke {
 

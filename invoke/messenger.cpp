@@ -1,11 +1,11 @@
 // The Messenger's ring of chunks in the receiver and the records written into it
 // (docs/invocation.md, "Protocol (Messenger)").
-#include "invoke/messenger.hpp"
+#include "loom/invoke/messenger.hpp"
 
 #include <algorithm>
 
-#include "invoke/chunk_service.hpp"
-#include "invoke/invoker.hpp"
+#include "loom/invoke/chunk_service.hpp"
+#include "loom/invoke/invoker.hpp"
 
 namespace loom::invoke {
 

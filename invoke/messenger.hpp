@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include "dsm/memory/circular_allocator.hpp"
-#include "dsm/signal/transmitter.hpp"
-#include "invoke/config.hpp"
-#include "invoke/frame_spec.hpp"
-#include "invoke/synchronizer.hpp"
+#include "loom/dsm/memory/circular_allocator.hpp"
+#include "loom/dsm/signal/transmitter.hpp"
+#include "loom/invoke/config.hpp"
+#include "loom/invoke/frame_spec.hpp"
+#include "loom/invoke/synchronizer.hpp"
 
 namespace loom::invoke {
 class Invoker;

@@ -2,8 +2,8 @@
 // later calls or by helper threads; retired records; and MessengerGlobal.
 #include <algorithm>
 
-#include "invoke/invoker.hpp"
-#include "invoke/messenger.hpp"
+#include "loom/invoke/invoker.hpp"
+#include "loom/invoke/messenger.hpp"
 
 namespace loom::invoke {
 

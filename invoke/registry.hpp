@@ -18,7 +18,7 @@
 #include <typeinfo>
 #include <unordered_map>
 
-#include "invoke/wire.hpp"
+#include "loom/invoke/wire.hpp"
 
 namespace loom::invoke {
 

@@ -1,6 +1,6 @@
 #pragma once
 // Remote invocation's settings (read by invoke::Config::from_env).
-#include "dsm/common/settings.hpp"
+#include "loom/dsm/common/settings.hpp"
 
 namespace loom::invoke::settings {
 

@@ -1,8 +1,8 @@
 // Synchronizers and return slots.
-#include "invoke/synchronizer.hpp"
+#include "loom/invoke/synchronizer.hpp"
 
-#include "dsm/signal/notified_flag.hpp"
-#include "invoke/invoker.hpp"
+#include "loom/dsm/signal/notified_flag.hpp"
+#include "loom/invoke/invoker.hpp"
 
 namespace loom::invoke {
 

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "dsm/memory/rdma_allocator.hpp"
-#include "invoke/wire.hpp"
+#include "loom/dsm/memory/rdma_allocator.hpp"
+#include "loom/invoke/wire.hpp"
 
 namespace loom::invoke {
 

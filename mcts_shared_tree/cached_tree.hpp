@@ -28,9 +28,9 @@
 #include <thread>
 #include <vector>
 
-#include "coherence/space.hpp"
-#include "mcts_shared_tree/local_tree.hpp"
-#include "objects/context.hpp"
+#include "loom/coherence/space.hpp"
+#include "loom/mcts_shared_tree/local_tree.hpp"
+#include "loom/objects/context.hpp"
 
 namespace loom::mcts {
 

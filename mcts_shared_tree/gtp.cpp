@@ -1,4 +1,4 @@
-#include "mcts_shared_tree/gtp.hpp"
+#include "loom/mcts_shared_tree/gtp.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -10,8 +10,8 @@
 #include <ostream>
 #include <sstream>
 
-#include "dsm/runtime/runtime.hpp"
-#include "mcts_shared_tree/policies.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
+#include "loom/mcts_shared_tree/policies.hpp"
 
 namespace loom::mcts {
 

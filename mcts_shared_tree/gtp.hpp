@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "mcts_shared_tree/hex.hpp"
-#include "mcts_shared_tree/search.hpp"
+#include "loom/mcts_shared_tree/hex.hpp"
+#include "loom/mcts_shared_tree/search.hpp"
 
 namespace loom {
 class Runtime;

@@ -1,10 +1,10 @@
-#include "mcts_shared_tree/hex.hpp"
+#include "loom/mcts_shared_tree/hex.hpp"
 
 #include <cctype>
 #include <cstring>
 #include <sstream>
 
-#include "dsm/common/error.hpp"
+#include "loom/dsm/common/error.hpp"
 
 namespace loom::mcts {
 

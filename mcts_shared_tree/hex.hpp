@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "mcts_shared_tree/game.hpp"
+#include "loom/mcts_shared_tree/game.hpp"
 
 namespace loom::mcts {
 

@@ -16,11 +16,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dsm/common/backoff.hpp"
-#include "invoke/aggregator.hpp"
-#include "mcts_shared_tree/local_tree.hpp"
-#include "mcts_shared_tree/search.hpp"
-#include "objects/context.hpp"
+#include "loom/dsm/common/backoff.hpp"
+#include "loom/invoke/aggregator.hpp"
+#include "loom/mcts_shared_tree/local_tree.hpp"
+#include "loom/mcts_shared_tree/search.hpp"
+#include "loom/objects/context.hpp"
 
 namespace loom::mcts {
 

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "mcts_shared_tree/search.hpp"
+#include "loom/mcts_shared_tree/search.hpp"
 
 namespace loom::mcts {
 

@@ -1,12 +1,12 @@
-#include "mcts_shared_tree/options.hpp"
+#include "loom/mcts_shared_tree/options.hpp"
 
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
 
-#include "dsm/common/error.hpp"
-#include "dsm/common/settings.hpp"
-#include "mcts_shared_tree/hex.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/settings.hpp"
+#include "loom/mcts_shared_tree/hex.hpp"
 
 namespace loom::mcts {
 

@@ -9,7 +9,7 @@
 // Worker threads per process are the runtime's (loomrun --threads T).
 #include <string>
 
-#include "mcts_shared_tree/search.hpp"
+#include "loom/mcts_shared_tree/search.hpp"
 
 namespace loom::mcts {
 

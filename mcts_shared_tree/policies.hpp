@@ -3,10 +3,10 @@
 // and the benchmark use.
 #include <memory>
 
-#include "mcts_shared_tree/cached_tree.hpp"
-#include "mcts_shared_tree/invoked_tree.hpp"
-#include "mcts_shared_tree/local_tree.hpp"
-#include "mcts_shared_tree/root_search.hpp"
+#include "loom/mcts_shared_tree/cached_tree.hpp"
+#include "loom/mcts_shared_tree/invoked_tree.hpp"
+#include "loom/mcts_shared_tree/local_tree.hpp"
+#include "loom/mcts_shared_tree/root_search.hpp"
 
 namespace loom::mcts {
 

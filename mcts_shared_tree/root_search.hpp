@@ -7,8 +7,8 @@
 #include <cstring>
 #include <map>
 
-#include "dsm/runtime/runtime.hpp"
-#include "mcts_shared_tree/local_tree.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
+#include "loom/mcts_shared_tree/local_tree.hpp"
 
 namespace loom::mcts {
 

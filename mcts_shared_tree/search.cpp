@@ -1,4 +1,4 @@
-#include "mcts_shared_tree/search.hpp"
+#include "loom/mcts_shared_tree/search.hpp"
 
 #include <sched.h>
 #include <unistd.h>
@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "dsm/common/error.hpp"
-#include "mcts_shared_tree/local_tree.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/mcts_shared_tree/local_tree.hpp"
 
 namespace loom::mcts {
 

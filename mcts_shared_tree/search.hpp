@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "mcts_shared_tree/uct.hpp"
+#include "loom/mcts_shared_tree/uct.hpp"
 
 namespace loom::objects {
 class Context;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "mcts_shared_tree/game.hpp"
+#include "loom/mcts_shared_tree/game.hpp"
 
 namespace loom::mcts {
 

@@ -1,15 +1,15 @@
 // The cost model's components, measured (docs/objects.md, "Cost model"): rank 0 against rank 1
 // while the others run their calls in the Context's barrier; the contended CAS with everyone.
-#include "objects/calibrate.hpp"
+#include "loom/objects/calibrate.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <vector>
 
-#include "invoke/aggregator.hpp"
-#include "objects/hash_map.hpp"
-#include "objects/queue_ops.hpp"
+#include "loom/invoke/aggregator.hpp"
+#include "loom/objects/hash_map.hpp"
+#include "loom/objects/queue_ops.hpp"
 
 namespace loom::objects {
 

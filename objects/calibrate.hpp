@@ -2,8 +2,8 @@
 // Measuring the cost model's components on the fabric at hand (docs/objects.md, "Cost model"):
 // what loom-calibrate writes, what bench_objects compares its rows against, and what an Auto
 // object measures when no calibration file fits.
-#include "objects/context.hpp"
-#include "objects/cost_model.hpp"
+#include "loom/objects/context.hpp"
+#include "loom/objects/cost_model.hpp"
 
 namespace loom::objects {
 

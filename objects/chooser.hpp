@@ -14,7 +14,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "objects/cost_model.hpp"
+#include "loom/objects/cost_model.hpp"
 
 namespace loom::objects {
 

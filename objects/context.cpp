@@ -1,12 +1,12 @@
-#include "objects/context.hpp"
+#include "loom/objects/context.hpp"
 
-#include "dsm/common/backoff.hpp"
+#include "loom/dsm/common/backoff.hpp"
 
 #include <filesystem>
 
-#include "dsm/common/backoff.hpp"
-#include "dsm/common/log.hpp"
-#include "objects/calibrate.hpp"
+#include "loom/dsm/common/backoff.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/objects/calibrate.hpp"
 
 namespace loom::objects {
 

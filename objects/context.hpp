@@ -9,11 +9,11 @@
 #include <typeinfo>
 #include <vector>
 
-#include "coherence/space.hpp"
-#include "dsm/runtime/runtime.hpp"
-#include "invoke/invoker.hpp"
-#include "objects/cost_model.hpp"
-#include "objects/endpoint.hpp"
+#include "loom/coherence/space.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
+#include "loom/invoke/invoker.hpp"
+#include "loom/objects/cost_model.hpp"
+#include "loom/objects/endpoint.hpp"
 
 namespace loom::objects {
 

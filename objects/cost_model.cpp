@@ -1,4 +1,4 @@
-#include "objects/cost_model.hpp"
+#include "loom/objects/cost_model.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -7,9 +7,9 @@
 #include <map>
 #include <sstream>
 
-#include "dsm/common/error.hpp"
-#include "objects/chooser.hpp"
-#include "objects/settings.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/objects/chooser.hpp"
+#include "loom/objects/settings.hpp"
 
 namespace loom::objects {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "objects/policy.hpp"
+#include "loom/objects/policy.hpp"
 
 namespace loom::objects {
 

@@ -7,8 +7,8 @@
 #include <span>
 #include <vector>
 
-#include "dsm/common/error.hpp"
-#include "objects/endpoint.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/objects/endpoint.hpp"
 
 namespace loom::objects {
 

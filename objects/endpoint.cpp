@@ -1,15 +1,15 @@
-#include "objects/endpoint.hpp"
+#include "loom/objects/endpoint.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <optional>
 
-#include "coherence/lane.hpp"
-#include "dsm/common/error.hpp"
-#include "dsm/common/log.hpp"
-#include "dsm/fabric/shm/ordered_copy.hpp"
-#include "dsm/runtime/connect.hpp"
-#include "objects/settings.hpp"
+#include "loom/coherence/lane.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/dsm/fabric/shm/ordered_copy.hpp"
+#include "loom/dsm/runtime/connect.hpp"
+#include "loom/objects/settings.hpp"
 
 namespace loom::objects {
 

@@ -13,10 +13,10 @@
 #include <shared_mutex>
 #include <vector>
 
-#include "dsm/fabric/fabric.hpp"
-#include "dsm/runtime/remote_memory.hpp"
-#include "dsm/runtime/runtime.hpp"
-#include "objects/global_ptr.hpp"
+#include "loom/dsm/fabric/fabric.hpp"
+#include "loom/dsm/runtime/remote_memory.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
+#include "loom/objects/global_ptr.hpp"
 
 namespace loom::objects {
 

@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "objects/router.hpp"
-#include "objects/hash_map_ops.hpp"
-#include "objects/slot_array.hpp"
+#include "loom/objects/router.hpp"
+#include "loom/objects/hash_map_ops.hpp"
+#include "loom/objects/slot_array.hpp"
 
 namespace loom::objects {
 
@@ -219,4 +219,4 @@ class HashMap {
 
 }  // namespace loom::objects
 
-#include "objects/hash_map_batches.hpp"
+#include "loom/objects/hash_map_batches.hpp"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "objects/hash_map.hpp"
+#include "loom/objects/hash_map.hpp"
 
 namespace loom::objects {
 

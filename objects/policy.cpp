@@ -1,6 +1,6 @@
-#include "objects/policy.hpp"
+#include "loom/objects/policy.hpp"
 
-#include "dsm/common/error.hpp"
+#include "loom/dsm/common/error.hpp"
 
 namespace loom::objects {
 

@@ -13,9 +13,9 @@
 #include <span>
 #include <vector>
 
-#include "objects/router.hpp"
-#include "objects/queue_ops.hpp"
-#include "objects/slot_array.hpp"
+#include "loom/objects/router.hpp"
+#include "loom/objects/queue_ops.hpp"
+#include "loom/objects/slot_array.hpp"
 
 namespace loom::objects {
 
@@ -179,4 +179,4 @@ class Queue {
 
 }  // namespace loom::objects
 
-#include "objects/queue_batches.hpp"
+#include "loom/objects/queue_batches.hpp"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "objects/queue.hpp"
+#include "loom/objects/queue.hpp"
 
 namespace loom::objects {
 

@@ -22,8 +22,8 @@
 #include <span>
 #include <vector>
 
-#include "objects/policy.hpp"
-#include "objects/slots.hpp"
+#include "loom/objects/policy.hpp"
+#include "loom/objects/slots.hpp"
 
 namespace loom::objects::queue {
 

@@ -4,9 +4,9 @@
 // the owners) and, at the owners, the Chooser's current pick per operation and level.
 #include <memory>
 
-#include "objects/chooser.hpp"
-#include "objects/context.hpp"
-#include "objects/cost_model.hpp"
+#include "loom/objects/chooser.hpp"
+#include "loom/objects/context.hpp"
+#include "loom/objects/cost_model.hpp"
 
 namespace loom::objects {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The objects layer's settings (read by the cost model and Auto objects).
-#include "dsm/common/settings.hpp"
+#include "loom/dsm/common/settings.hpp"
 
 namespace loom::objects::settings {
 

@@ -14,11 +14,11 @@
 #include <typeinfo>
 #include <vector>
 
-#include "dsm/common/error.hpp"
-#include "dsm/common/log.hpp"
-#include "invoke/calls.hpp"
-#include "objects/context.hpp"
-#include "objects/slots.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/invoke/calls.hpp"
+#include "loom/objects/context.hpp"
+#include "loom/objects/slots.hpp"
 
 namespace loom::objects {
 

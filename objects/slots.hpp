@@ -21,8 +21,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "coherence/space.hpp"
-#include "objects/endpoint.hpp"
+#include "loom/coherence/space.hpp"
+#include "loom/objects/endpoint.hpp"
 
 namespace loom::objects {
 

@@ -2,7 +2,7 @@
 # Installs Loom's build and test dependencies from Debian's archive (Debian 12).
 # Skips apt entirely when everything is already installed.
 set -euo pipefail
-PKGS=(cmake ninja-build g++ pkg-config
+PKGS=(cmake ninja-build g++ pkg-config dpkg-dev file
       libibverbs-dev libnuma-dev libhwloc-dev libboost-dev libgtest-dev libtbb-dev libbenchmark-dev
       libucx-dev libpmix-dev openmpi-bin clang libclang-rt-14-dev spin python3-matplotlib)
 missing=()

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "coherence/space.hpp"
+#include "loom/coherence/space.hpp"
 #include "tests/mp_test.hpp"
 
 namespace loom::coherence {

@@ -21,9 +21,9 @@
 #include <optional>
 #include <string>
 
-#include "coherence/space.hpp"
-#include "dsm/runtime/runtime.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/coherence/space.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
+#include "loom/dsm/common/backoff.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 3) {

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <span>
 
-#include "dsm/fabric/fabric.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/dsm/fabric/fabric.hpp"
+#include "loom/dsm/common/backoff.hpp"
 #include "tests/mp_test.hpp"
 #include "tests/test_settings_table.hpp"
 

@@ -4,8 +4,8 @@
 #include <ostream>
 #include <vector>
 
-#include "dsm/common/error.hpp"
-#include "dsm/runtime/runtime.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
 
 namespace loom::fabric {
 // Readable names in assertion messages.

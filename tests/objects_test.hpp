@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "objects/context.hpp"
-#include "objects/endpoint.hpp"
+#include "loom/objects/context.hpp"
+#include "loom/objects/endpoint.hpp"
 #include "tests/mp_test.hpp"
 
 namespace loom::test {

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "coherence/space.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/coherence/space.hpp"
+#include "loom/dsm/common/backoff.hpp"
 #include "tests/coherence_policies.hpp"
 #include "tests/mp_test.hpp"
 

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "coherence/space.hpp"
-#include "dsm/common/error.hpp"
+#include "loom/coherence/space.hpp"
+#include "loom/dsm/common/error.hpp"
 #include "tests/coherence_policies.hpp"
 #include "tests/mp_test.hpp"
 

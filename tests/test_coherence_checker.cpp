@@ -18,7 +18,7 @@
 #include <sstream>
 #include <vector>
 
-#include "coherence/space.hpp"
+#include "loom/coherence/space.hpp"
 #include "tests/test_settings_table.hpp"
 #include "tests/coherence_policies.hpp"
 #include "tests/mp_test.hpp"

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "coherence/space.hpp"
+#include "loom/coherence/space.hpp"
 #include "tests/coherence_policies.hpp"
 #include "tests/mp_test.hpp"
 

@@ -4,7 +4,7 @@
 #include <random>
 #include <vector>
 
-#include "coherence/diff.hpp"
+#include "loom/coherence/diff.hpp"
 
 using loom::coherence::merge_diff;
 

@@ -1,8 +1,8 @@
 // The directory word (coherence/dir_word.hpp) and the lane scratch layout (coherence/lane.hpp).
 #include <gtest/gtest.h>
 
-#include "coherence/dir_word.hpp"
-#include "coherence/lane.hpp"
+#include "loom/coherence/dir_word.hpp"
+#include "loom/coherence/lane.hpp"
 
 using loom::coherence::DirEntry;
 using loom::coherence::DirWord;

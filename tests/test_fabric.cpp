@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "tests/test_settings_table.hpp"
-#include "dsm/fabric/shm/shm_provider.hpp"
-#include "dsm/common/backoff.hpp"
-#include "dsm/signal/notified_flag.hpp"
+#include "loom/dsm/fabric/shm/shm_provider.hpp"
+#include "loom/dsm/common/backoff.hpp"
+#include "loom/dsm/signal/notified_flag.hpp"
 #include "tests/fabric_test_util.hpp"
 #include "tests/mp_test.hpp"
 

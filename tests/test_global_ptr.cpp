@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "objects/global_ptr.hpp"
+#include "loom/objects/global_ptr.hpp"
 
 using loom::objects::GlobalPtr;
 

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "dsm/common/error.hpp"
-#include "objects/hash_map.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/objects/hash_map.hpp"
 #include "tests/mp_test.hpp"
 #include "tests/objects_test.hpp"
 

@@ -6,8 +6,8 @@
 #include <deque>
 #include <vector>
 
-#include "dsm/common/error.hpp"
-#include "mcts_shared_tree/hex.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/mcts_shared_tree/hex.hpp"
 
 using loom::mcts::Hex;
 using loom::mcts::Rng;

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "invoke/aggregator.hpp"
-#include "invoke/calls.hpp"
+#include "loom/invoke/aggregator.hpp"
+#include "loom/invoke/calls.hpp"
 #include "tests/mp_test.hpp"
 
 using namespace loom;

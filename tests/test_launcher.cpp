@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "dsm/runtime/job_dir.hpp"
+#include "loom/dsm/runtime/job_dir.hpp"
 
 namespace fs = std::filesystem;
 

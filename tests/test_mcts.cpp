@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "mcts_shared_tree/gtp.hpp"
-#include "mcts_shared_tree/hex.hpp"
-#include "mcts_shared_tree/policies.hpp"
+#include "loom/mcts_shared_tree/gtp.hpp"
+#include "loom/mcts_shared_tree/hex.hpp"
+#include "loom/mcts_shared_tree/policies.hpp"
 #include "tests/mp_test.hpp"
 
 using loom::mcts::Budget;

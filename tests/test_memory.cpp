@@ -4,11 +4,11 @@
 
 #include <set>
 
-#include "dsm/common/error.hpp"
-#include "dsm/memory/circular_allocator.hpp"
-#include "dsm/memory/general_allocator.hpp"
-#include "dsm/memory/registered_heap.hpp"
-#include "dsm/runtime/runtime.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/memory/circular_allocator.hpp"
+#include "loom/dsm/memory/general_allocator.hpp"
+#include "loom/dsm/memory/registered_heap.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
 
 using namespace loom;
 using namespace loom::memory;

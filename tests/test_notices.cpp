@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "coherence/notices.hpp"
+#include "loom/coherence/notices.hpp"
 
 using loom::coherence::kChunkBlocks;
 using loom::coherence::kNoticeMagic;

@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "dsm/common/error.hpp"
-#include "objects/distributed_array.hpp"
-#include "objects/endpoint.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/objects/distributed_array.hpp"
+#include "loom/objects/endpoint.hpp"
 #include "tests/mp_test.hpp"
 #include "tests/objects_test.hpp"
 

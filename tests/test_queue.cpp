@@ -12,8 +12,8 @@
 #include <mutex>
 #include <vector>
 
-#include "dsm/common/error.hpp"
-#include "objects/queue.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/objects/queue.hpp"
 #include "tests/mp_test.hpp"
 #include "tests/objects_test.hpp"
 

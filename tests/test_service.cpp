@@ -7,8 +7,8 @@
 #include <cstring>
 #include <string>
 
-#include "dsm/runtime/remote_memory.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/dsm/runtime/remote_memory.hpp"
+#include "loom/dsm/common/backoff.hpp"
 #include "tests/mp_test.hpp"
 #include "tests/test_settings_table.hpp"
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "coherence/settings.hpp"
-#include "objects/settings.hpp"
-#include "dsm/common/dsm_settings.hpp"
-#include "dsm/common/error.hpp"
-#include "invoke/settings.hpp"
+#include "loom/coherence/settings.hpp"
+#include "loom/objects/settings.hpp"
+#include "loom/dsm/common/dsm_settings.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/invoke/settings.hpp"
 #include "tests/test_settings_table.hpp"
 
 using loom::settings::Setting;

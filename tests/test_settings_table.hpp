@@ -1,6 +1,6 @@
 #pragma once
 // Settings the test suites read (not Loom's own).
-#include "dsm/common/settings.hpp"
+#include "loom/dsm/common/settings.hpp"
 
 namespace loom::test_settings {
 

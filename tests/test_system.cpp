@@ -11,10 +11,10 @@
 #include <fstream>
 #include <string>
 
-#include "dsm/common/system.hpp"
-#include "dsm/common/error.hpp"
-#include "dsm/region/write_tracking.hpp"
-#include "dsm/runtime/job_dir.hpp"
+#include "loom/dsm/common/system.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/region/write_tracking.hpp"
+#include "loom/dsm/runtime/job_dir.hpp"
 
 namespace fs = std::filesystem;
 using loom::sys::is_private_dir;

@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "tests/test_settings_table.hpp"
-#include "dsm/memory/circular_allocator.hpp"
+#include "loom/dsm/memory/circular_allocator.hpp"
 #include "tests/mp_test.hpp"
 
 using namespace loom;

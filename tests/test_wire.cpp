@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "invoke/frame_spec.hpp"
-#include "invoke/wire.hpp"
+#include "loom/invoke/frame_spec.hpp"
+#include "loom/invoke/wire.hpp"
 
 using namespace loom::invoke;
 

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <string>
 
-#include "dsm/common/settings.hpp"
-#include "objects/calibrate.hpp"
-#include "objects/context.hpp"
-#include "objects/cost_model.hpp"
+#include "loom/dsm/common/settings.hpp"
+#include "loom/objects/calibrate.hpp"
+#include "loom/objects/context.hpp"
+#include "loom/objects/cost_model.hpp"
 
 using namespace loom;
 

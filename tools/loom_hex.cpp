@@ -7,10 +7,10 @@
 #include <memory>
 #include <string>
 
-#include "dsm/runtime/runtime.hpp"
-#include "mcts_shared_tree/gtp.hpp"
-#include "mcts_shared_tree/options.hpp"
-#include "objects/context.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
+#include "loom/mcts_shared_tree/gtp.hpp"
+#include "loom/mcts_shared_tree/options.hpp"
+#include "loom/objects/context.hpp"
 
 using namespace loom;
 

@@ -8,15 +8,15 @@
 #include <fstream>
 #include <string>
 
-#include "coherence/settings.hpp"
-#include "dsm/common/dsm_settings.hpp"
-#include "dsm/common/system.hpp"
-#include "dsm/fabric/fabric.hpp"
-#include "dsm/region/write_tracking.hpp"
-#include "invoke/settings.hpp"
-#include "objects/settings.hpp"
+#include "loom/coherence/settings.hpp"
+#include "loom/dsm/common/dsm_settings.hpp"
+#include "loom/dsm/common/system.hpp"
+#include "loom/dsm/fabric/fabric.hpp"
+#include "loom/dsm/region/write_tracking.hpp"
+#include "loom/invoke/settings.hpp"
+#include "loom/objects/settings.hpp"
 #ifdef LOOM_HAVE_VERBS
-#include "dsm/fabric/verbs/verbs_provider.hpp"
+#include "loom/dsm/fabric/verbs/verbs_provider.hpp"
 #endif
 
 namespace {

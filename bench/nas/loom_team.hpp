@@ -5,7 +5,7 @@
 #include <string>
 
 #include "bench/nas/kernel.hpp"
-#include "coherence/space.hpp"
+#include "loom/coherence/space.hpp"
 
 namespace loom::nas {
 

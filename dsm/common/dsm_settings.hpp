@@ -1,7 +1,7 @@
 #pragma once
 // The substrate's settings (dsm/): launcher, bootstrap, fabric, memory, service, logging.
 // docs/environment.md documents each; `loom-info` prints them.
-#include "dsm/common/settings.hpp"
+#include "loom/dsm/common/settings.hpp"
 
 namespace loom::settings::dsm {
 

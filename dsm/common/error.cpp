@@ -1,4 +1,4 @@
-#include "dsm/common/error.hpp"
+#include "loom/dsm/common/error.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "dsm/common/futex.hpp"
+#include "loom/dsm/common/futex.hpp"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>

@@ -1,10 +1,10 @@
-#include "dsm/common/log.hpp"
+#include "loom/dsm/common/log.hpp"
 
 #include <atomic>
 #include <cstdio>
 #include <mutex>
 
-#include "dsm/common/dsm_settings.hpp"
+#include "loom/dsm/common/dsm_settings.hpp"
 
 namespace loom::log {
 

@@ -3,7 +3,7 @@
 // need not repeat it. LOOM_LOG=error|warn|info|debug (default warn).
 #include <string>
 
-#include "dsm/common/error.hpp"
+#include "loom/dsm/common/error.hpp"
 
 namespace loom::log {
 

@@ -1,10 +1,10 @@
-#include "dsm/common/settings.hpp"
+#include "loom/dsm/common/settings.hpp"
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
-#include "dsm/common/error.hpp"
+#include "loom/dsm/common/error.hpp"
 
 extern char** environ;
 

@@ -1,4 +1,4 @@
-#include "dsm/common/system.hpp"
+#include "loom/dsm/common/system.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,9 +1,9 @@
-#include "dsm/fabric/fabric.hpp"
+#include "loom/dsm/fabric/fabric.hpp"
 
-#include "dsm/common/error.hpp"
-#include "dsm/fabric/shm/shm_provider.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/fabric/shm/shm_provider.hpp"
 #ifdef LOOM_HAVE_VERBS
-#include "dsm/fabric/verbs/verbs_provider.hpp"
+#include "loom/dsm/fabric/verbs/verbs_provider.hpp"
 #endif
 
 namespace loom::fabric {

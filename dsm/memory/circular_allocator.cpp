@@ -1,8 +1,8 @@
-#include "dsm/memory/circular_allocator.hpp"
+#include "loom/dsm/memory/circular_allocator.hpp"
 
 #include <algorithm>
 
-#include "dsm/common/error.hpp"
+#include "loom/dsm/common/error.hpp"
 
 namespace loom::memory {
 

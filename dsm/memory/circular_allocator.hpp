@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-#include "dsm/memory/rdma_allocator.hpp"
+#include "loom/dsm/memory/rdma_allocator.hpp"
 
 namespace loom::memory {
 

@@ -1,6 +1,6 @@
-#include "dsm/memory/general_allocator.hpp"
+#include "loom/dsm/memory/general_allocator.hpp"
 
-#include "dsm/common/error.hpp"
+#include "loom/dsm/common/error.hpp"
 
 namespace loom::memory {
 

@@ -1,9 +1,9 @@
-#include "dsm/memory/rdma_allocator.hpp"
+#include "loom/dsm/memory/rdma_allocator.hpp"
 
 #include <atomic>
 
-#include "dsm/common/error.hpp"
-#include "dsm/common/log.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/log.hpp"
 
 namespace loom::memory {
 

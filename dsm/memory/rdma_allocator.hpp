@@ -9,8 +9,8 @@
 #include <optional>
 #include <vector>
 
-#include "dsm/fabric/fabric.hpp"
-#include "dsm/memory/general_allocator.hpp"
+#include "loom/dsm/fabric/fabric.hpp"
+#include "loom/dsm/memory/general_allocator.hpp"
 
 namespace loom::memory {
 

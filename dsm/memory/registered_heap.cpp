@@ -1,6 +1,6 @@
-#include "dsm/memory/registered_heap.hpp"
+#include "loom/dsm/memory/registered_heap.hpp"
 
-#include "dsm/common/error.hpp"
+#include "loom/dsm/common/error.hpp"
 
 namespace loom::memory {
 

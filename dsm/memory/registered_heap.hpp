@@ -7,8 +7,8 @@
 #include <optional>
 #include <vector>
 
-#include "dsm/memory/general_allocator.hpp"
-#include "dsm/memory/rdma_allocator.hpp"
+#include "loom/dsm/memory/general_allocator.hpp"
+#include "loom/dsm/memory/rdma_allocator.hpp"
 
 namespace loom::memory {
 

@@ -1,4 +1,4 @@
-#include "dsm/region/region.hpp"
+#include "loom/dsm/region/region.hpp"
 
 #include <signal.h>
 #include <sys/mman.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "dsm/common/log.hpp"
+#include "loom/dsm/common/log.hpp"
 
 namespace loom::region {
 namespace {

@@ -19,9 +19,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "dsm/common/error.hpp"
-#include "dsm/memory/general_allocator.hpp"
-#include "dsm/runtime/bootstrap.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/memory/general_allocator.hpp"
+#include "loom/dsm/runtime/bootstrap.hpp"
 
 namespace loom::region {
 

@@ -1,4 +1,4 @@
-#include "dsm/region/write_tracking.hpp"
+#include "loom/dsm/region/write_tracking.hpp"
 
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "dsm/common/error.hpp"
+#include "loom/dsm/common/error.hpp"
 
 namespace loom::region {
 

@@ -1,4 +1,4 @@
-#include "dsm/runtime/bootstrap.hpp"
+#include "loom/dsm/runtime/bootstrap.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -11,11 +11,14 @@
 #include <cstring>
 #include <filesystem>
 
-#include "dsm/common/dsm_settings.hpp"
-#include "dsm/common/error.hpp"
-#include "dsm/runtime/job_dir.hpp"
-#include "dsm/common/backoff.hpp"
-#include "dsm/common/futex.hpp"
+#include "loom/dsm/common/dsm_settings.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/runtime/job_dir.hpp"
+#include "loom/dsm/common/backoff.hpp"
+#include "loom/dsm/common/futex.hpp"
+#ifdef LOOM_HAVE_PMIX
+#include "loom/dsm/runtime/pmix_bootstrap.hpp"
+#endif
 
 namespace loom::runtime {
 

@@ -1,8 +1,8 @@
-#include "dsm/runtime/connect.hpp"
+#include "loom/dsm/runtime/connect.hpp"
 
 #include <cstring>
 
-#include "dsm/common/error.hpp"
+#include "loom/dsm/common/error.hpp"
 
 namespace loom::runtime {
 

@@ -1,8 +1,8 @@
 #pragma once
 #include <vector>
 
-#include "dsm/fabric/fabric.hpp"
-#include "dsm/runtime/bootstrap.hpp"
+#include "loom/dsm/fabric/fabric.hpp"
+#include "loom/dsm/runtime/bootstrap.hpp"
 
 namespace loom::runtime {
 // Collective: qps[r] is this process's QP to rank r (one per rank). Exchanges endpoints through

@@ -1,4 +1,4 @@
-#include "dsm/runtime/job_dir.hpp"
+#include "loom/dsm/runtime/job_dir.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -13,9 +13,9 @@
 #include <fstream>
 #include <random>
 
-#include "dsm/common/dsm_settings.hpp"
-#include "dsm/common/log.hpp"
-#include "dsm/common/system.hpp"
+#include "loom/dsm/common/dsm_settings.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/dsm/common/system.hpp"
 
 namespace loom::runtime {
 

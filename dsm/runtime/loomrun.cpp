@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "dsm/common/dsm_settings.hpp"
-#include "dsm/common/system.hpp"
-#include "dsm/runtime/bootstrap.hpp"
-#include "dsm/runtime/job_dir.hpp"
+#include "loom/dsm/common/dsm_settings.hpp"
+#include "loom/dsm/common/system.hpp"
+#include "loom/dsm/runtime/bootstrap.hpp"
+#include "loom/dsm/runtime/job_dir.hpp"
 
 namespace {
 

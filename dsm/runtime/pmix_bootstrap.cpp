@@ -4,9 +4,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "dsm/common/error.hpp"
-#include "dsm/runtime/bootstrap.hpp"
-#include "dsm/runtime/job_dir.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/runtime/pmix_bootstrap.hpp"
+#include "loom/dsm/runtime/job_dir.hpp"
 
 namespace loom::runtime {
 

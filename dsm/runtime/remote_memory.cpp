@@ -1,8 +1,8 @@
-#include "dsm/runtime/remote_memory.hpp"
+#include "loom/dsm/runtime/remote_memory.hpp"
 
 #include <cstring>
 
-#include "dsm/common/error.hpp"
+#include "loom/dsm/common/error.hpp"
 
 namespace loom {
 

@@ -3,7 +3,7 @@
 // service call, and free it the same way. The result names the memory for one-sided access.
 #include <cstdint>
 
-#include "dsm/runtime/runtime.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
 
 namespace loom {
 

@@ -1,4 +1,4 @@
-#include "dsm/runtime/runtime.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
 
 #include <hwloc.h>
 #include <unistd.h>
@@ -12,11 +12,11 @@
 #include <set>
 #include <sstream>
 
-#include "dsm/common/dsm_settings.hpp"
-#include "dsm/common/error.hpp"
-#include "dsm/common/log.hpp"
-#include "dsm/runtime/connect.hpp"
-#include "dsm/runtime/remote_memory.hpp"
+#include "loom/dsm/common/dsm_settings.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/dsm/runtime/connect.hpp"
+#include "loom/dsm/runtime/remote_memory.hpp"
 
 namespace loom {
 

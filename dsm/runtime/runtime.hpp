@@ -8,13 +8,13 @@
 #include <thread>
 #include <vector>
 
-#include "dsm/common/error.hpp"
-#include "dsm/fabric/fabric.hpp"
-#include "dsm/memory/rdma_allocator.hpp"
-#include "dsm/memory/registered_heap.hpp"
-#include "dsm/runtime/bootstrap.hpp"
-#include "dsm/runtime/service.hpp"
-#include "dsm/signal/transmitter.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/fabric/fabric.hpp"
+#include "loom/dsm/memory/rdma_allocator.hpp"
+#include "loom/dsm/memory/registered_heap.hpp"
+#include "loom/dsm/runtime/bootstrap.hpp"
+#include "loom/dsm/runtime/service.hpp"
+#include "loom/dsm/signal/transmitter.hpp"
 
 namespace loom {
 

@@ -1,13 +1,13 @@
-#include "dsm/runtime/service.hpp"
+#include "loom/dsm/runtime/service.hpp"
 
 #include <cstring>
 
-#include "dsm/common/error.hpp"
-#include "dsm/common/log.hpp"
-#include "dsm/runtime/connect.hpp"
-#include "dsm/runtime/service_wire.hpp"
-#include "dsm/common/backoff.hpp"
-#include "dsm/common/futex.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/dsm/runtime/connect.hpp"
+#include "loom/dsm/runtime/service_wire.hpp"
+#include "loom/dsm/common/backoff.hpp"
+#include "loom/dsm/common/futex.hpp"
 
 namespace loom::runtime {
 

@@ -15,11 +15,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dsm/fabric/fabric.hpp"
-#include "dsm/memory/circular_allocator.hpp"
-#include "dsm/memory/rdma_allocator.hpp"
-#include "dsm/runtime/bootstrap.hpp"
-#include "dsm/signal/transmitter.hpp"
+#include "loom/dsm/fabric/fabric.hpp"
+#include "loom/dsm/memory/circular_allocator.hpp"
+#include "loom/dsm/memory/rdma_allocator.hpp"
+#include "loom/dsm/runtime/bootstrap.hpp"
+#include "loom/dsm/signal/transmitter.hpp"
 
 namespace loom::runtime {
 

@@ -1,4 +1,4 @@
-#include "dsm/runtime/service_wire.hpp"
+#include "loom/dsm/runtime/service_wire.hpp"
 
 #include <cstring>
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "dsm/common/backoff.hpp"
+#include "loom/dsm/common/backoff.hpp"
 
 namespace loom::signal {
 

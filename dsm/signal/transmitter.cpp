@@ -1,11 +1,11 @@
-#include "dsm/signal/transmitter.hpp"
+#include "loom/dsm/signal/transmitter.hpp"
 
 #include <algorithm>
 #include <unordered_map>
 
-#include "dsm/common/error.hpp"
-#include "dsm/common/log.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/dsm/common/backoff.hpp"
 
 namespace loom::signal {
 

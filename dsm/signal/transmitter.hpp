@@ -31,8 +31,8 @@
 #include <optional>
 #include <string>
 
-#include "dsm/fabric/fabric.hpp"
-#include "dsm/memory/circular_allocator.hpp"
+#include "loom/dsm/fabric/fabric.hpp"
+#include "loom/dsm/memory/circular_allocator.hpp"
 
 namespace loom::signal {
 

@@ -3,10 +3,10 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "dsm/common/error.hpp"
-#include "dsm/fabric/shm/shm_internal.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/fabric/shm/shm_internal.hpp"
 #ifdef LOOM_HAVE_VERBS
-#include "dsm/fabric/verbs/verbs_internal.hpp"
+#include "loom/dsm/fabric/verbs/verbs_internal.hpp"
 #endif
 
 template <typename Blob>

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "invoke/calls.hpp"
-#include "invoke/invoker.hpp"
+#include "loom/invoke/calls.hpp"
+#include "loom/invoke/invoker.hpp"
 
 namespace loom::invoke {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "coherence/notices.hpp"
+#include "loom/coherence/notices.hpp"
 
 using namespace loom::coherence;
 

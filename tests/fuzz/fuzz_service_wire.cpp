@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "dsm/runtime/service_wire.hpp"
+#include "loom/dsm/runtime/service_wire.hpp"
 
 using namespace loom::runtime::service_wire;
 

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "dsm/common/error.hpp"
-#include "dsm/common/settings.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/settings.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

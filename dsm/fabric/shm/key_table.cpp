@@ -1,8 +1,8 @@
 // Registrations: each process's key table (a shared segment of seqlocked entries), keys
 // handed out and withdrawn, and the views queue pairs take of them, checked in full because a
 // peer's table is memory that peer can write.
-#include "dsm/common/error.hpp"
-#include "dsm/fabric/shm/shm_qp.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/fabric/shm/shm_qp.hpp"
 
 namespace loom::fabric::shm {
 

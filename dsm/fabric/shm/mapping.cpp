@@ -6,10 +6,10 @@
 
 #include <fstream>
 
-#include "dsm/common/error.hpp"
-#include "dsm/common/system.hpp"
-#include "dsm/fabric/shm/shm_internal.hpp"
-#include "dsm/fabric/shm/shm_provider.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/system.hpp"
+#include "loom/dsm/fabric/shm/shm_internal.hpp"
+#include "loom/dsm/fabric/shm/shm_provider.hpp"
 
 namespace loom::fabric::shm {
 

@@ -1,9 +1,9 @@
 // The completion ring's producer side and the retirement of send-queue entries.
 #include <thread>
 
-#include "dsm/fabric/shm/shm_cq.hpp"
-#include "dsm/fabric/shm/shm_qp.hpp"
-#include "dsm/common/backoff.hpp"
+#include "loom/dsm/fabric/shm/shm_cq.hpp"
+#include "loom/dsm/fabric/shm/shm_qp.hpp"
+#include "loom/dsm/common/backoff.hpp"
 
 namespace loom::fabric::shm {
 

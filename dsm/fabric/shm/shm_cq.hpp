@@ -6,10 +6,10 @@
 #include <span>
 #include <string>
 
-#include "dsm/common/error.hpp"
-#include "dsm/fabric/shm/shm_internal.hpp"
-#include "dsm/fabric/shm/shm_provider.hpp"
-#include "dsm/common/futex.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/fabric/shm/shm_internal.hpp"
+#include "loom/dsm/fabric/shm/shm_provider.hpp"
+#include "loom/dsm/common/futex.hpp"
 
 namespace loom::fabric::shm {
 

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string>
 
-#include "dsm/fabric/fabric.hpp"
-#include "dsm/fabric/shm/shm_layout.hpp"
+#include "loom/dsm/fabric/fabric.hpp"
+#include "loom/dsm/fabric/shm/shm_layout.hpp"
 
 namespace loom::fabric::shm {
 

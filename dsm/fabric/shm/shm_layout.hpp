@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "dsm/fabric/fabric.hpp"
+#include "loom/dsm/fabric/fabric.hpp"
 
 namespace loom::fabric::shm {
 

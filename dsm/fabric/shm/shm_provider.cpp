@@ -1,6 +1,6 @@
 // The shm provider: segments of registered memory, peers' segments mapped on first use,
 // completion queues and queue pairs created, and whether a peer is alive.
-#include "dsm/fabric/shm/shm_provider.hpp"
+#include "loom/dsm/fabric/shm/shm_provider.hpp"
 
 #include <fcntl.h>
 #include <numa.h>
@@ -11,11 +11,11 @@
 
 #include <cstring>
 
-#include "dsm/common/dsm_settings.hpp"
-#include "dsm/common/error.hpp"
-#include "dsm/common/log.hpp"
-#include "dsm/common/system.hpp"
-#include "dsm/fabric/shm/shm_qp.hpp"
+#include "loom/dsm/common/dsm_settings.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/dsm/common/system.hpp"
+#include "loom/dsm/fabric/shm/shm_qp.hpp"
 
 namespace loom::fabric::shm {
 

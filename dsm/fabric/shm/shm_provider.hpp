@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dsm/fabric/fabric.hpp"
-#include "dsm/fabric/shm/shm_layout.hpp"
+#include "loom/dsm/fabric/fabric.hpp"
+#include "loom/dsm/fabric/shm/shm_layout.hpp"
 
 namespace loom::fabric::shm {
 

@@ -4,11 +4,11 @@
 
 #include <chrono>
 
-#include "dsm/common/error.hpp"
-#include "dsm/common/log.hpp"
-#include "dsm/fabric/shm/shm_qp.hpp"
-#include "dsm/common/backoff.hpp"
-#include "dsm/common/futex.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/dsm/fabric/shm/shm_qp.hpp"
+#include "loom/dsm/common/backoff.hpp"
+#include "loom/dsm/common/futex.hpp"
 
 namespace loom::fabric::shm {
 

@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "dsm/fabric/shm/shm_cq.hpp"
+#include "loom/dsm/fabric/shm/shm_cq.hpp"
 
 namespace loom::fabric::shm {
 

@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <cstring>
 
-#include "dsm/fabric/shm/ordered_copy.hpp"
-#include "dsm/fabric/shm/shm_qp.hpp"
+#include "loom/dsm/fabric/shm/ordered_copy.hpp"
+#include "loom/dsm/fabric/shm/shm_qp.hpp"
 
 namespace loom::fabric::shm {
 

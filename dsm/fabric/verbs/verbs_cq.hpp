@@ -1,7 +1,7 @@
 #pragma once
 // The verbs completion queue: an ibv_cq with a completion channel for sleeping waiters, and
 // the accounting of which queue pair's entries each completion frees.
-#include "dsm/fabric/verbs/verbs_internal.hpp"
+#include "loom/dsm/fabric/verbs/verbs_internal.hpp"
 
 namespace loom::fabric::verbs {
 

@@ -1,7 +1,7 @@
 #pragma once
 // What the verbs provider's files share: the endpoint blob exchanged at connection, and the
 // translations between rdma-core's values and the provider contract's.
-#include "dsm/fabric/verbs/verbs_provider.hpp"
+#include "loom/dsm/fabric/verbs/verbs_provider.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -16,9 +16,9 @@
 #include <deque>
 #include <random>
 
-#include "dsm/common/dsm_settings.hpp"
-#include "dsm/common/error.hpp"
-#include "dsm/common/log.hpp"
+#include "loom/dsm/common/dsm_settings.hpp"
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/log.hpp"
 
 namespace loom::fabric::verbs {
 

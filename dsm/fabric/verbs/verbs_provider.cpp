@@ -1,5 +1,5 @@
 // The verbs provider: the device and port chosen, memory registered, queues created.
-#include "dsm/fabric/verbs/verbs_qp.hpp"
+#include "loom/dsm/fabric/verbs/verbs_qp.hpp"
 
 namespace loom::fabric::verbs {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "dsm/fabric/fabric.hpp"
+#include "loom/dsm/fabric/fabric.hpp"
 
 namespace loom::fabric::verbs {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The verbs queue pair: an RC ibv_qp, its state transitions at connect and reset, posting, and
 // the bookkeeping that keeps the send queue within its depth.
-#include "dsm/fabric/verbs/verbs_cq.hpp"
+#include "loom/dsm/fabric/verbs/verbs_cq.hpp"
 
 namespace loom::fabric::verbs {
 

@@ -1,5 +1,5 @@
 // What RDMA devices and ports this host has (loom-info, and the provider's choice of device).
-#include "dsm/fabric/verbs/verbs_internal.hpp"
+#include "loom/dsm/fabric/verbs/verbs_internal.hpp"
 
 namespace loom::fabric::verbs {
 

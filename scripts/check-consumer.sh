@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds examples/consumer against an installed Loom three ways — find_package(Loom) with the
+# shared libraries, with the static ones, and a pkg-config compile line — and runs each under
+# the installed loomrun with 2 processes.
+# Usage: check-consumer.sh [PREFIX]   (no PREFIX: Loom installed in the system, e.g. the .debs)
+set -euo pipefail
+src=$(cd "$(dirname "$0")/../examples/consumer" && pwd)
+prefix=${1:-}
+work=$(mktemp -d /tmp/loom-consumer.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cmake_args=(-G Ninja)
+loomrun=loomrun
+if [ -n "$prefix" ]; then
+  cmake_args+=(-DCMAKE_PREFIX_PATH="$prefix")
+  loomrun=$prefix/bin/loomrun
+  export PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name loom.pc -print -quit)")
+fi
+for kind in shared static; do
+  static=OFF; [ $kind = static ] && static=ON
+  cmake -S "$src" -B "$work/$kind" "${cmake_args[@]}" -DCONSUMER_STATIC=$static > "$work/$kind.log"
+  cmake --build "$work/$kind" >> "$work/$kind.log"
+  echo "== consumer ($kind libraries, find_package(Loom)): $loomrun -n 2 =="
+  "$loomrun" -n 2 --timeout 120 "$work/$kind/consumer"
+done
+echo "== consumer (pkg-config): g++ -std=c++20 consumer.cpp \$(pkg-config --cflags --libs loom) =="
+libdir=$(pkg-config --variable=libdir loom)
+# shellcheck disable=SC2046
+g++ -std=c++20 -O2 "$src/consumer.cpp" $(pkg-config --cflags --libs loom) -Wl,-rpath,"$libdir" -o "$work/consumer-pc"
+"$loomrun" -n 2 --timeout 120 "$work/consumer-pc"
