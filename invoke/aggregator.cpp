@@ -58,7 +58,11 @@ bool Aggregator::drain_one(size_t gid) {
   if (m.async_pending()) return false;
   while (!q.empty()) {
     Queued& c = q.front();
-    if (!m.send_record(c.rec, c.len)) return false;
+    m.count_sent(1);  // a kept call counts as made once it goes out (before it can run)
+    if (!m.send_record(c.rec, c.len)) {
+      m.count_sent(-1);
+      return false;
+    }
     if (c.transmitted) c.transmitted->transmitted();
     exceeding_ -= c.len;
     q.pop_front();

@@ -10,55 +10,6 @@ thread_local int t_caller = -1;
 
 int caller_rank() { return detail::t_caller; }
 
-// ---------------------------------------------------------------- registry
-
-Registry& Registry::instance() {
-  static Registry r;  // constructed on first use: entries register during static initialisation
-  return r;
-}
-
-uint32_t Registry::hash(std::string_view key) {
-  uint32_t h = 2166136261u;
-  for (char c : key) {
-    h ^= static_cast<uint8_t>(c);
-    h *= 16777619u;
-  }
-  return h == 0 ? 1 : h;  // 0 is never a function id
-}
-
-uint32_t Registry::add(std::string_view key, EntryFn fn, wire::Kind kind, uint32_t capture_size, NamedFn named) {
-  uint32_t id = hash(key);
-  std::unique_lock<std::shared_mutex> g(mu_);
-  auto it = entries_.find(id);
-  if (it != entries_.end()) {
-    if (it->second.name == key && it->second.fn == fn && it->second.named == named) return id;
-    fail("invoke: function '", key, "' has the same id as '", it->second.name, "' (0x", std::hex, id,
-         "); rename one of them");
-  }
-  entries_.emplace(id, Entry{fn, named, kind, capture_size, std::string(key)});
-  return id;
-}
-
-bool Registry::lookup(uint32_t id, Entry* out) const {
-  std::shared_lock<std::shared_mutex> g(mu_);
-  auto it = entries_.find(id);
-  if (it == entries_.end()) return false;
-  *out = it->second;
-  return true;
-}
-
-size_t Registry::size() const {
-  std::shared_lock<std::shared_mutex> g(mu_);
-  return entries_.size();
-}
-
-uint32_t register_function(std::string_view name, NamedFn fn) {
-  if (fn == nullptr) fail("register_function('", name, "'): null function");
-  return Registry::instance().add(std::string("name:") + std::string(name), nullptr, wire::Kind::Named, 0, fn);
-}
-
-uint32_t function_id(std::string_view name) { return Registry::hash(std::string("name:") + std::string(name)); }
-
 // ---------------------------------------------------------------- helpers of the primitives
 
 namespace detail {
@@ -75,7 +26,14 @@ void send_frame(Thread dest, const FrameSpec& f) {
   if (payload.size() > svc.max_payload())
     fail("invoke::send: a call of ", n, " bytes exceeds the service message size (", svc.max_payload() - 8,
          " bytes); use the one-sided primitives for larger calls");
-  svc.call(dest.rank, inv.send_function(), payload);
+  MessengerGlobal& mine = inv.messengers();
+  mine.count_sent(1);  // before the call can run (the barrier's counts)
+  try {
+    svc.call(dest.rank, inv.send_function(), payload);
+  } catch (...) {
+    mine.count_sent(-1);
+    throw;
+  }
 }
 
 uint64_t write_ahead(Thread dest, const memory::RDMAMemory& orig, const RemoteMemoryLocator& dest_buffer,

@@ -25,6 +25,13 @@ enum class OnFull {
   RetryAsync,  // queue it; helper threads (or this thread's later calls) finish it, in FIFO order
 };
 
+// What a receiver does with a bad call (an unknown function id, a malformed frame, a call that
+// threw loom::Error), and at start-up with function registries that differ between processes.
+enum class BadCalls {
+  Fail,    // an error (loom::Error from the poll that met it): the process, and the job, fail
+  Report,  // counted (Invoker::bad_calls), logged, skipped; the receiver keeps running
+};
+
 struct Config {
   size_t chunk_size = size_t{256} << 10;  // bytes per chunk in the receiver
   uint32_t chunks_per_request = 2;        // chunks obtained per service call (initial and growth)
@@ -35,8 +42,9 @@ struct Config {
   // are serialized straight into them and published with a release store of the record's
   // tail, instead of staged and sent with RDMA WRITE. Off: every provider takes the WRITE path.
   bool direct = true;
+  BadCalls bad_calls = BadCalls::Fail;
   // Reads LOOM_INVOKE_CHUNK_SIZE, LOOM_INVOKE_CHUNKS, LOOM_INVOKE_MAX_CHUNKS, LOOM_INVOKE_HELPERS,
-  // LOOM_INVOKE_DIRECT.
+  // LOOM_INVOKE_DIRECT, LOOM_INVOKE_BAD_CALLS.
   static Config from_env();
 };
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "loom/invoke/checks.hpp"
 #include "loom/invoke/inbox.hpp"
 #include "loom/invoke/invoker.hpp"
 
@@ -16,11 +17,19 @@ extern thread_local int t_caller;
 namespace {
 constexpr size_t kMaxReadBytes = size_t{1} << 30;  // call_buffer (READ form): larger pulls are refused
 
-// The rank whose call runs, for caller_rank(); restored after (calls may nest in broadcasts).
-struct CallerScope {
-  int saved;
-  explicit CallerScope(int r) : saved(detail::t_caller) { detail::t_caller = r; }
-  ~CallerScope() { detail::t_caller = saved; }
+// The rank whose call runs, for caller_rank(), and the call for the fault reporter; restored
+// after (calls may nest in broadcasts).
+struct CallScope {
+  int saved_caller;
+  RunningCall saved_call;
+  CallScope(int src_rank, const Entry* e, int index) : saved_caller(detail::t_caller), saved_call(running_call()) {
+    detail::t_caller = src_rank;
+    running_call() = RunningCall{e, src_rank, index};
+  }
+  ~CallScope() {
+    detail::t_caller = saved_caller;
+    running_call() = saved_call;
+  }
 };
 }  // namespace
 
@@ -172,8 +181,10 @@ Inbox::Dispatch::Step Inbox::Dispatch::named(const Entry& e) {
   if (left < sizeof d) return bad("truncated named call");
   take(d);
   if (d.len > left || wire::pad8(d.len) != left - sizeof d) return bad("named call length mismatch");
-  detail::t_caller = src_rank;
-  e.named(src_rank, std::span(reinterpret_cast<const std::byte*>(p + sizeof d), d.len));
+  {
+    CallScope scope(src_rank, &e, ib.index_);
+    e.named(src_rank, std::span(reinterpret_cast<const std::byte*>(p + sizeof d), d.len));
+  }
   if (has_notify) ib.notify(nd);
   return Step::Done;
 }
@@ -210,7 +221,7 @@ inline void Inbox::Dispatch::run(bool nested) {
   Incoming in;
   try {
     if (decode(*e, in) == Step::Done) return;
-    CallerScope caller(src_rank);
+    CallScope scope(src_rank, e, ib.index_);
     e->fn(in);
   } catch (const Error& err) {
     bad(err.what());
@@ -220,7 +231,34 @@ inline void Inbox::Dispatch::run(bool nested) {
   if (has_notify) ib.notify(nd);
 }
 
-void Inbox::run_frame(const uint8_t* f, size_t len, int src_rank, bool nested) { Dispatch(*this, f, len, src_rank).run(nested); }
+void Inbox::run_frame(const uint8_t* f, size_t len, int src_rank, bool nested) {
+  if (discard_ != nullptr) [[unlikely]]
+    return discard_frame(f);
+  Dispatch(*this, f, len, src_rank).run(nested);
+  // After the call, and after any calls it made were counted as sent (the barrier's order).
+  executed_.store(executed_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+// Teardown: a call that arrived but was never run is named and counted instead of run.
+void Inbox::discard_frame(const uint8_t* f) {
+  uint64_t w;
+  std::memcpy(&w, f, 8);
+  const Entry* e = nullptr;
+  std::string name;
+  if (wire::frame_kind(w) == static_cast<uint8_t>(wire::Kind::Broadcast)) name = "a broadcast";
+  else if (lookup(wire::frame_fid(w), &e)) name = e->display;
+  else name = "an unknown function id";
+  ++(*discard_)[name];
+}
+
+Unrun Inbox::discard_unrun() {
+  Unrun unrun;
+  discard_ = &unrun;
+  while (poll() > 0) {
+  }
+  discard_ = nullptr;
+  return unrun;
+}
 
 // A record's frames, in order; pad frames skipped. The per-frame path (this loop, the function
 // cache, the Call decoder) is one translation unit: a trad record carries many small calls.

@@ -13,6 +13,7 @@
 #include <tbb/concurrent_queue.h>
 
 #include "loom/dsm/memory/circular_allocator.hpp"
+#include "loom/invoke/checks.hpp"
 #include "loom/invoke/registry.hpp"
 #include "loom/invoke/wire.hpp"
 
@@ -42,6 +43,10 @@ class Inbox {
   void announce(Announcement a);
   void deliver_send(int src_rank, std::vector<std::byte> frame);
   int index() const { return index_; }
+  // Calls run so far (and bad calls skipped), for the barrier's counts.
+  uint64_t executed() const { return executed_.load(std::memory_order_acquire); }
+  // Teardown: takes every call that arrived but never ran, without running it (by function).
+  Unrun discard_unrun();
   // Internal (call_return): writes a result back to the caller.
   void write_return(int src_rank, const wire::ReturnDesc& d, const void* value, size_t size);
 
@@ -65,6 +70,7 @@ class Inbox {
   struct Dispatch;  // dispatch.cpp: one decoder per wire kind
   friend struct Dispatch;
   void run_frame(const uint8_t* f, size_t len, int src_rank, bool nested);
+  void discard_frame(const uint8_t* f);
   bool lookup(uint32_t id, const Entry** e);
   void notify(const wire::NotifyDesc& d);
   void forward_broadcast(const uint8_t* f, size_t len, uint32_t root);
@@ -72,6 +78,7 @@ class Inbox {
   Invoker& inv_;
   int index_;
   std::atomic_flag busy_ = ATOMIC_FLAG_INIT;
+  std::atomic<uint64_t> executed_{0};  // written by the one poller (busy_), read by the barrier
   std::vector<std::unique_ptr<Channel>> channels_;
   std::unordered_map<uint64_t, Channel*> by_sender_;
   tbb::concurrent_queue<Announcement> announced_;
@@ -85,6 +92,7 @@ class Inbox {
   uint32_t last_id_ = 0;
   const Entry* last_entry_ = nullptr;
   std::vector<std::unique_ptr<memory::LinearCircularAllocator>> return_staging_;  // per rank
+  Unrun* discard_ = nullptr;  // set while discard_unrun runs
   friend class Invoker;
   friend struct InboxWireAccess;  // tests/fuzz/fuzz_invoke_channel.cpp: wire bytes into a channel
 };

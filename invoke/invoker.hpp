@@ -16,6 +16,7 @@
 #include "loom/dsm/common/error.hpp"
 #include "loom/dsm/runtime/runtime.hpp"
 #include "loom/dsm/common/backoff.hpp"
+#include "loom/invoke/call_barrier.hpp"
 #include "loom/invoke/config.hpp"
 #include "loom/invoke/frame_spec.hpp"
 #include "loom/invoke/inbox.hpp"
@@ -72,6 +73,13 @@ class Invoker {
       }
     }
   }
+  // Collective over every worker thread of every process: returns once every call made anywhere
+  // before its callers arrived (and every call those made) has run; runs this thread's calls
+  // while it waits (docs/invocation.md, "Barriers"). Flush an Ovfl Aggregator (drain) first.
+  void barrier() { call_barrier_->arrive(); }
+  // Calls this process's threads made, and calls its inboxes ran (the barrier's counts).
+  CallBarrier::Counts call_counts();
+
   // One line per channel of this process: for a stalled wait, and for debugging.
   std::string describe();
 
@@ -86,7 +94,8 @@ class Invoker {
   Inbox& inbox(int index) { return *inboxes_.at(static_cast<size_t>(index)); }
   memory::RegisteredHeap& heap() { return rt_.heap(); }
 
-  // Receiver-side errors (unknown function ids, malformed calls): counted, reported, survived.
+  // Receiver-side errors (unknown function ids, malformed calls): an Error from the poll that
+  // met them (BadCalls::Fail, the default), or counted, reported and survived (Report).
   uint64_t bad_calls() const { return bad_calls_.load(std::memory_order_relaxed); }
   std::string last_error() const;
   void report(const std::string& what);
@@ -109,6 +118,8 @@ class Invoker {
   static constexpr uint64_t kStallReport = 5000;  // idle rounds (~5 s of 1 ms sleeps)
   void report_stall();
   void helper_loop(int which);
+  void flush_everything();
+  void report_unrun();
   void drain_async_all();
 
   Runtime& rt_;
@@ -117,6 +128,7 @@ class Invoker {
   int threads_;
   uint64_t serial_;
   std::unique_ptr<Mesh> mesh_;
+  std::unique_ptr<CallBarrier> call_barrier_;
   std::vector<std::unique_ptr<Inbox>> inboxes_;
   std::mutex globals_mu_;
   std::vector<std::unique_ptr<MessengerGlobal>> globals_;

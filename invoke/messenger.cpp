@@ -2,6 +2,8 @@
 // (docs/invocation.md, "Protocol (Messenger)").
 #include "loom/invoke/messenger.hpp"
 
+#include "loom/invoke/checks.hpp"
+
 #include <algorithm>
 
 #include "loom/invoke/chunk_service.hpp"
@@ -9,10 +11,11 @@
 
 namespace loom::invoke {
 
-Messenger::Messenger(Invoker& inv, Thread dest, uint64_t serial)
+Messenger::Messenger(Invoker& inv, Thread dest, uint64_t serial, std::atomic<uint64_t>* sent)
     : inv_(inv),
       dest_(dest),
       serial_(serial),
+      sent_(sent),
       tx_(inv.tx(dest.rank)),
       chunk_size_(inv.config().chunk_size),
       staging_(inv.runtime().allocator(), std::max<size_t>(size_t{64} << 10, inv.config().chunk_size), 1, 64) {
@@ -211,7 +214,10 @@ bool Messenger::call_slow(const FrameSpec& f, OnFull on_full, size_t flush_at, S
   uint8_t* p = reserve(n, flush_at);
   if (p == nullptr) {
     if (on_full == OnFull::Fail) return false;
-    if (on_full == OnFull::RetryAsync) return enqueue_async(f, n, transmitted);
+    // A call made inside a call this thread runs cannot wait for room: this thread's own inbox
+    // is busy with that call, so two processes calling back into full rings would wait for each
+    // other forever. It queues instead (RetryAsync; still FIFO behind this channel's calls).
+    if (on_full == OnFull::RetryAsync || running_call().entry != nullptr) return enqueue_async(f, n, transmitted);
     {
       std::lock_guard<std::mutex> g(mu_);
       blocked_ = true;

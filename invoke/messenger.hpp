@@ -28,7 +28,8 @@ namespace loom::invoke {
 // its lock and only while the owner is not blocked in it.
 class Messenger {
  public:
-  Messenger(Invoker& inv, Thread dest, uint64_t serial);
+  // `sent` counts the calls this Messenger accepts (its owner thread's count, for the barrier).
+  Messenger(Invoker& inv, Thread dest, uint64_t serial, std::atomic<uint64_t>* sent);
   ~Messenger();
   Messenger(const Messenger&) = delete;
   Messenger& operator=(const Messenger&) = delete;
@@ -41,13 +42,22 @@ class Messenger {
     if (open_ && transmitted == nullptr && !blocked_ && !async_pending_.load(std::memory_order_acquire)) {
       size_t n = f.bytes();
       if (used_ + n + 8 <= cap_) {
+        count_sent(1);
         f.fill(rec_ + used_, n);
         used_ += n;
         if (used_ + 8 >= flush_at) flush();
         return true;
       }
     }
-    return call_slow(f, on_full, flush_at, transmitted);
+    count_sent(1);  // before the call can be seen: the barrier's counts never show it run but not made
+    const bool ok = call_slow(f, on_full, flush_at, transmitted);
+    if (!ok) count_sent(-1);
+    return ok;
+  }
+  // Calls made through this channel (or another path of its owner thread: the Aggregator's kept
+  // calls when they go out). Only the owner thread writes it.
+  void count_sent(int64_t d) {
+    sent_->store(sent_->load(std::memory_order_relaxed) + static_cast<uint64_t>(d), std::memory_order_release);
   }
   // Sends the open record, if any.
   void flush();
@@ -91,6 +101,7 @@ class Messenger {
   Invoker& inv_;
   Thread dest_;
   uint64_t serial_;
+  std::atomic<uint64_t>* sent_;
   signal::Transmitter& tx_;
   size_t chunk_size_;
   std::vector<Slot> ring_;
@@ -138,9 +149,16 @@ class MessengerGlobal {
   // No open record and nothing queued: everything this thread called has been handed to the fabric.
   bool quiet() const;
   std::vector<std::unique_ptr<Messenger>>& all() { return messengers_; }
+  // Calls this thread made (through any of its Messengers, or send-based); only this thread
+  // writes it.
+  uint64_t sent() const { return sent_.load(std::memory_order_acquire); }
+  void count_sent(int64_t d) {
+    sent_.store(sent_.load(std::memory_order_relaxed) + static_cast<uint64_t>(d), std::memory_order_release);
+  }
 
  private:
   Invoker& inv_;
+  std::atomic<uint64_t> sent_{0};
   Messenger& create(Thread dest);
   std::vector<std::unique_ptr<Messenger>> messengers_;  // by global thread id
 };

@@ -52,7 +52,7 @@ Messenger& MessengerGlobal::create(Thread dest) {
   size_t g = static_cast<size_t>(inv_.gid(dest));
   if (messengers_.size() <= g) messengers_.resize(static_cast<size_t>(inv_.total_threads()));
   auto& m = messengers_[g];
-  if (!m) m = std::make_unique<Messenger>(inv_, dest, inv_.next_messenger_serial());
+  if (!m) m = std::make_unique<Messenger>(inv_, dest, inv_.next_messenger_serial(), &sent_);
   return *m;
 }
 

@@ -17,6 +17,8 @@
 #include <type_traits>
 #include <typeinfo>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "loom/invoke/wire.hpp"
 
@@ -44,7 +46,8 @@ struct Entry {
   NamedFn named = nullptr;
   wire::Kind kind = wire::Kind::Call;
   uint32_t capture_size = 0;
-  std::string name;
+  std::string name;     // the key its id hashes ("auto:<type>", "name:<name>")
+  std::string display;  // for people: the demangled entry type, or the registered name
 };
 
 class Registry {
@@ -56,6 +59,8 @@ class Registry {
   uint32_t add(std::string_view key, EntryFn fn, wire::Kind kind, uint32_t capture_size, NamedFn named = nullptr);
   bool lookup(uint32_t id, Entry* out) const;
   size_t size() const;
+  // Every function, (id, display name), by id: what start-up compares between processes.
+  std::vector<std::pair<uint32_t, std::string>> listing() const;
 
  private:
   mutable std::shared_mutex mu_;

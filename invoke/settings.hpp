@@ -15,7 +15,10 @@ inline constexpr Setting kHelpers{"LOOM_INVOKE_HELPERS", T::Int, "0", "0..64", "
 inline constexpr Setting kDirect{"LOOM_INVOKE_DIRECT", T::Bool, "1", "",
                                  "serialize calls straight into chunks the provider maps; 0: stage and WRITE"};
 
-inline constexpr const Setting* kAll[] = {&kChunkSize, &kChunks, &kMaxChunks, &kHelpers, &kDirect};
+inline constexpr Setting kBadCalls{"LOOM_INVOKE_BAD_CALLS", T::Choice, "fail", "fail|report",
+                                   "a bad call, or function registries that differ: fail the process; report: log and go on"};
+
+inline constexpr const Setting* kAll[] = {&kChunkSize, &kChunks, &kMaxChunks, &kHelpers, &kDirect, &kBadCalls};
 inline constexpr loom::settings::Table kTable{"invoke", kAll};
 
 }  // namespace loom::invoke::settings

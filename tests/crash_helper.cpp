@@ -9,6 +9,9 @@
 // call to the victim). A wait that notices prints "<layer> error" and ends with status 14.
 // Mode "lock-leave" (= leave lock): the rank takes a shared-region lock and leaves quietly while holding it;
 // the others queue for the lock and must name it instead of waiting forever.
+// Mode "unflushed": the others write a line and a partial line (no newline, no flush) and wait
+// forever; then the victim exits with status 3. loomrun ends the job; what the others wrote must
+// reach its output (issue 21: a rank's buffered stdout was lost).
 // Mode "big": every rank asks for 96 MiB of registered memory and writes all of it; where the
 // shared-memory file system has less room, the allocation must fail with a clear error (status
 // 15) instead of a SIGBUS at the first touch.
@@ -52,6 +55,12 @@ int main(int argc, char** argv) {
     }
   }
   const int victim = std::atoi(argv[1]);
+  if (std::strcmp(argv[2], "unflushed") == 0) {
+    if (rt.rank() != victim) std::printf("rank %d: a whole line\nrank %d: a partial line", rt.rank(), rt.rank());
+    rt.barrier();
+    if (rt.rank() == victim) std::exit(3);
+    for (;;) pause();
+  }
   if (std::strcmp(argv[2], "vanish") == 0) {
     loom::fabric::QpCaps caps;
     caps.max_recv_wr = 1;

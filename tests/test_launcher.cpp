@@ -113,6 +113,19 @@ TEST_F(Launcher, NonZeroExitEndsTheJobAndNamesTheRank) {
   EXPECT_FALSE(segments_left()) << "segments left behind in " << dir_;
 }
 
+// Ranks write to a pipe (fully buffered by default): what they wrote must survive the job being
+// ended by loomrun, partial lines included (lost before issue 21's fix).
+TEST_F(Launcher, OutputOfRanksEndedByTheLauncherIsNotLost) {
+  auto r = run(loomrun(std::string("-n 3 ") + CRASH_HELPER_PATH + " 0 unflushed"));
+  EXPECT_EQ(r.status, 3) << r.output;
+  for (int k = 1; k < 3; ++k) {
+    const std::string rk = "[" + std::to_string(k) + "] rank " + std::to_string(k);
+    EXPECT_NE(r.output.find(rk + ": a whole line"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(rk + ": a partial line"), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(segments_left());
+}
+
 TEST_F(Launcher, SigkillEndsTheJobWithinTwoSeconds) {
   // Time from the kill, not from start-up: the helper prints once every rank is up.
   auto r = run(loomrun(std::string("-n 4 ") + CRASH_HELPER_PATH + " 1 kill"));
@@ -356,4 +369,48 @@ TEST_F(Launcher, SweepTakesExactlyTheDirectoriesNobodyHolds) {
   EXPECT_TRUE(fs::exists(held));
   unsetenv("LOOM_SWEEP");
   unsetenv("LOOM_SHM_DIR");
+}
+
+// Misuse that used to pass in silence, hang or crash without a word ends the job with an error
+// that names what happened (issue 21; tests/misuse_helper.cpp).
+class Misuse : public Launcher {
+ protected:
+  Result misuse(const std::string& mode, int n = 2) {
+    return run(loomrun("-n " + std::to_string(n) + " --timeout 60 " + MISUSE_HELPER_PATH + " " + mode));
+  }
+};
+
+TEST_F(Misuse, AFunctionOneRankLacksIsNamedAtStartUp) {
+  auto r = misuse("registry");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.status, 124) << "timed out: " << r.output;
+  EXPECT_NE(r.output.find("function registries differ"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'misuse.only_on_one': registered on rank 1, missing on rank 0"), std::string::npos) << r.output;
+  EXPECT_FALSE(segments_left());
+}
+
+TEST_F(Misuse, ACallToAnUnknownFunctionFailsTheJob) {
+  auto r = misuse("bad-call");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.status, 124) << "timed out: " << r.output;
+  EXPECT_NE(r.output.find("[1] loom: error: invoke: bad call from rank 0 (function id 0xdeadbeef): unknown function id"),
+            std::string::npos) << r.output;
+}
+
+TEST_F(Misuse, CallsNeverRunAreAnErrorAtTeardown) {
+  auto r = misuse("unpolled");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("[1] loom: error: invoke: 1 call to thread 1/0 never ran"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 x loom::invoke::detail::CallEntry<(anonymous namespace)::unpolled"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("ran\n"), std::string::npos) << r.output;
+  EXPECT_FALSE(segments_left());
+}
+
+TEST_F(Misuse, AFaultInARemotelyCalledFunctionNamesTheCall) {
+  auto r = misuse("fault");
+  EXPECT_EQ(r.status, 128 + SIGSEGV) << r.output;
+  EXPECT_NE(r.output.find("[1] loom: SIGSEGV at address 0x6f0000000000 in a remotely called function, "
+                          "loom::invoke::detail::CallEntry<(anonymous namespace)::fault"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("run for rank 0 on thread 0"), std::string::npos) << r.output;
+  EXPECT_FALSE(segments_left());
 }

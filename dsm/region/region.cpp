@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "loom/dsm/common/fault_report.hpp"
 #include "loom/dsm/common/log.hpp"
 
 namespace loom::region {
@@ -36,17 +37,6 @@ void say_addr(const char* prefix, const void* a, const char* suffix) {
   say(buf);
 }
 
-// Hands a fault we do not own to whoever handled SIGSEGV before us (a sanitizer, or the default
-// action: the instruction runs again and the process dies with the usual signal).
-void chain(int sig, siginfo_t* info, void* ctx) {
-  if (g_previous.sa_flags & SA_SIGINFO) {
-    if (g_previous.sa_sigaction != nullptr) return g_previous.sa_sigaction(sig, info, ctx);
-  } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
-    return g_previous.sa_handler(sig);
-  }
-  signal(SIGSEGV, SIG_DFL);
-}
-
 Access access_of(void* ctx) {
 #if defined(__x86_64__)
   // Page-fault error code: bit 1 is set for writes.
@@ -67,7 +57,9 @@ void on_segv(int sig, siginfo_t* info, void* ctx) {
     if (space != nullptr && addr >= space->reserve_base() && addr < space->reserve_base() + space->reserve_size())
       say_addr("loom: access to ", addr, ", inside the shared-region reserve but outside any region\n");
     errno = saved;
-    return chain(sig, info, ctx);
+    // A fault we do not own goes to whoever handled SIGSEGV before us: the runtime's fault
+    // reporter (dsm/common/fault_report.hpp), a sanitizer, or the default action.
+    return fault::chain(g_previous, sig, info, ctx);
   }
   if (t_in_runtime != 0) {
     say_addr("loom: the runtime itself faulted on region memory at ", addr,

@@ -14,8 +14,10 @@
 
 #include "loom/dsm/common/dsm_settings.hpp"
 #include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/fault_report.hpp"
 #include "loom/dsm/common/log.hpp"
 #include "loom/dsm/runtime/connect.hpp"
+#include "loom/dsm/runtime/output.hpp"
 #include "loom/dsm/runtime/remote_memory.hpp"
 
 namespace loom {
@@ -50,13 +52,13 @@ namespace {
       std::rethrow_exception(e);
     } catch (const std::exception& x) {
       std::fprintf(stderr, "loom: error: %s\n", x.what());
-      std::fflush(stderr);
+      runtime::flush_output_if_free();
       std::_Exit(1);
     } catch (...) {
     }
   }
   std::fprintf(stderr, "loom: terminated\n");
-  std::fflush(stderr);
+  runtime::flush_output_if_free();
   std::abort();
 }
 }  // namespace
@@ -65,6 +67,8 @@ Runtime::Runtime(int& argc, char**& argv) {
   (void)argc;
   (void)argv;
   std::set_terminate(terminate_with_one_line);
+  runtime::keep_output_on_endings();
+  fault::install_reporter();
   Runtime* expected = nullptr;
   if (!g_runtime.compare_exchange_strong(expected, this)) fail("a loom::Runtime already exists in this process");
   try {
@@ -145,6 +149,17 @@ Runtime::~Runtime() {
   if (topology_ != nullptr) hwloc_topology_destroy(static_cast<hwloc_topology_t>(topology_));
   boot_.reset();
   g_runtime.store(nullptr);
+  std::lock_guard<std::mutex> g(failures_mu_);
+  if (!failures_.empty()) {
+    for (const auto& why : failures_) std::fprintf(stderr, "loom: error: %s\n", why.c_str());
+    runtime::flush_output_if_free();
+    std::_Exit(1);
+  }
+}
+
+void Runtime::fail_at_exit(const std::string& why) {
+  std::lock_guard<std::mutex> g(failures_mu_);
+  failures_.push_back(why);
 }
 
 void Runtime::setup_topology() {

@@ -4,6 +4,7 @@
 // allocators and the service thread.
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -81,6 +82,10 @@ class Runtime {
   bool is_registered(const void* addr, size_t len) const;
 
   void barrier() { boot_->barrier(); }
+  // A failure found where nothing can be thrown (a check in a destructor's teardown): when this
+  // Runtime is destroyed, after its teardown, the reason goes to stderr and the process ends with
+  // status 1 instead of the program's own status.
+  void fail_at_exit(const std::string& why);
   // Collective: builds a connected full mesh with the given queue sizes.
   std::unique_ptr<Mesh> make_mesh(const fabric::QpCaps& caps, uint32_t recv_cq_depth = 0);
   // Starts a long-lived named thread (index 1, 2, ...), pinned when pinning is on.
@@ -110,6 +115,8 @@ class Runtime {
   int numa_zones_hint_ = 1;
   std::atomic<int> next_thread_{1};
   void* topology_ = nullptr;  // hwloc_topology_t
+  std::mutex failures_mu_;
+  std::vector<std::string> failures_;
 };
 
 }  // namespace loom

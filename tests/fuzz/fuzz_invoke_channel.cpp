@@ -58,7 +58,13 @@ struct Harness {
   char* args[2] = {name, nullptr};
   char** argv = args;
   Runtime rt{argc, argv};
-  Invoker inv{rt};
+  // Bad calls are counted and survived (the default fails the process at the first one).
+  static Config reporting() {
+    Config c = Config::from_env();
+    c.bad_calls = BadCalls::Report;
+    return c;
+  }
+  Invoker inv{rt, reporting()};
   std::vector<memory::RDMAMemory> ring;
   memory::RDMAMemory control = rt.heap().allocate(64);
 

@@ -1,0 +1,154 @@
+#include "loom/invoke/call_barrier.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "loom/dsm/common/backoff.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/invoke/invoker.hpp"
+
+namespace loom::invoke {
+
+namespace {
+constexpr uint64_t kStallRounds = 5000;  // idle waits (~5 s of 1 ms sleeps) before a stall report
+
+size_t pad8(size_t n) { return (n + 7) & ~size_t{7}; }
+}  // namespace
+
+CallBarrier::CallBarrier(Invoker& inv) : inv_(inv), ranks_(inv.runtime().size()) {
+  rounds_ = 0;
+  while ((1 << rounds_) < ranks_) ++rounds_;
+  Runtime& rt = inv_.runtime();
+  mail_ = rt.heap().allocate(std::max<size_t>(8, slot_offset(rounds_, 0)));
+  std::memset(mail_.addr, 0, mail_.size);
+  out_ = rt.heap().allocate(slot_bytes());
+  RemoteMemoryLocator mine{rt.rank(), rt.local_zone(), mail_.address(), mail_.size, mail_.rkey};
+  peers_ = rt.bootstrap().allgather_value(mine);
+}
+
+CallBarrier::~CallBarrier() {
+  inv_.runtime().heap().free(out_.addr);
+  inv_.runtime().heap().free(mail_.addr);
+}
+
+size_t CallBarrier::slot_bytes() const {
+  return sizeof(Counts) * static_cast<size_t>(ranks_) + pad8(static_cast<size_t>(ranks_)) + 8;
+}
+
+uint64_t CallBarrier::slot_offset(int round, int parity) const {
+  return (static_cast<uint64_t>(round) * 2 + static_cast<uint64_t>(parity)) * slot_bytes();
+}
+
+void CallBarrier::arrive() {
+  const int threads = inv_.threads();
+  inv_.flush();
+  const uint64_t gen = generation_.load(std::memory_order_acquire);
+  if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == threads) {
+    arrived_.store(0, std::memory_order_relaxed);
+    lead();
+    generation_.store(gen + 1, std::memory_order_release);  // pairs with the waiters' acquire
+    return;
+  }
+  wait::Backoff b;
+  uint64_t idle = 0;
+  while (generation_.load(std::memory_order_acquire) == gen) {
+    if (inv_.progress() > 0) {
+      b.reset();
+      idle = 0;
+      continue;
+    }
+    b.pause();
+    if (++idle == kStallRounds) {
+      const int arrived = arrived_.load();
+      if (arrived == 0)  // the last thread arrived and leads: the other processes are awaited
+        log::warn("invoke: Invoker::barrier has waited ~5 s for the other processes");
+      else
+        log::warn("invoke: Invoker::barrier has waited ~5 s for this process's other worker threads: ", arrived,
+                  " of ", threads, " arrived (every worker thread, loomrun --threads ", threads, ", must call it)");
+    }
+  }
+}
+
+void CallBarrier::lead() {
+  std::vector<Counts> prev;
+  for (;;) {
+    inv_.progress();
+    Counts mine = inv_.call_counts();
+    std::vector<Counts> all = wave(mine);
+    Counts total;
+    for (const Counts& c : all) total.sent += c.sent, total.executed += c.executed;
+    if (!prev.empty()) {
+      uint64_t prev_executed = 0;
+      for (const Counts& c : prev) prev_executed += c.executed;
+      if (prev_executed == total.sent) return;  // every process decides alike: they hold the same counts
+    }
+    prev = std::move(all);
+  }
+}
+
+// One wave: every process's counts, by dissemination (in round k to rank + 2^k, from rank - 2^k).
+std::vector<CallBarrier::Counts> CallBarrier::wave(Counts mine) {
+  const int me = inv_.runtime().rank();
+  std::vector<Counts> all(static_cast<size_t>(ranks_));
+  std::vector<uint8_t> known(static_cast<size_t>(ranks_), 0);
+  all[static_cast<size_t>(me)] = mine;
+  known[static_cast<size_t>(me)] = 1;
+  const uint64_t epoch = ++epoch_;
+  for (int k = 0; k < rounds_; ++k) exchange(k, epoch, all, known);
+  return all;
+}
+
+void CallBarrier::exchange(int round, uint64_t epoch, std::vector<Counts>& all, std::vector<uint8_t>& known) {
+  const int me = inv_.runtime().rank();
+  const int to = (me + (1 << round)) % ranks_;
+  const int from = ((me - (1 << round)) % ranks_ + ranks_) % ranks_;
+  const int parity = static_cast<int>(epoch & 1);
+  const size_t counts_len = sizeof(Counts) * all.size();
+  const size_t flag_at = slot_bytes() - 8;
+  uint8_t* out = out_.bytes();
+  std::memcpy(out, all.data(), counts_len);
+  std::memcpy(out + counts_len, known.data(), known.size());
+  std::memcpy(out + flag_at, &epoch, 8);
+  // One WRITE: the provider places its last 8 bytes (the epoch) last.
+  fabric::SendWr wr;
+  wr.opcode = fabric::Opcode::Write;
+  wr.local = fabric::Sge{out_.address(), static_cast<uint32_t>(slot_bytes()), out_.lkey};
+  const RemoteMemoryLocator& peer = peers_[static_cast<size_t>(to)];
+  wr.remote_addr = peer.addr + slot_offset(round, parity);
+  wr.rkey = peer.rkey;
+  signal::Transmitter& tx = inv_.tx(to);
+  signal::Posted p = tx.post(wr, true);
+  if (!p.ok()) fail("invoke: barrier: writing to rank ", to, " failed: ", fabric::to_string(p.result));
+  tx.wait(p.tag);  // out_ is reused by the next round
+  uint8_t* slot = mail_.bytes() + slot_offset(round, parity);
+  // Pairs with the partner's WRITE, whose epoch lands after its counts.
+  wait_for_flag(from, reinterpret_cast<uint64_t*>(slot + flag_at), epoch);
+  const auto* theirs = reinterpret_cast<const Counts*>(slot);
+  const uint8_t* their_known = slot + counts_len;
+  for (size_t r = 0; r < all.size(); ++r)
+    if (their_known[r] != 0) {
+      all[r] = theirs[r];
+      known[r] = 1;
+    }
+}
+
+void CallBarrier::wait_for_flag(int peer, uint64_t* flag, uint64_t want) {
+  std::atomic_ref<uint64_t> w(*flag);
+  wait::Backoff b;
+  uint64_t idle = 0;
+  while (w.load(std::memory_order_acquire) != want) {
+    if (!inv_.runtime().provider().peer_alive(peer)) fail("invoke: barrier: rank ", peer, " is gone");
+    if (inv_.progress() > 0) {
+      b.reset();
+      idle = 0;
+      continue;
+    }
+    b.pause();
+    if (++idle == kStallRounds)
+      log::warn("invoke: Invoker::barrier has waited ~5 s for rank ", peer,
+                " (is every worker thread of rank ", peer, " in Invoker::barrier?)");
+  }
+}
+
+}  // namespace loom::invoke
+

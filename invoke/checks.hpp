@@ -1,0 +1,36 @@
+#pragma once
+// The checks that keep invocation's failures from passing in silence (docs/invocation.md,
+// "Failures"): function registries compared between processes at start-up, the function a
+// faulting thread was running named, and calls never run reported at teardown.
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "loom/dsm/runtime/runtime.hpp"
+#include "loom/invoke/config.hpp"
+#include "loom/invoke/registry.hpp"
+
+namespace loom::invoke {
+
+// Collective (bootstrap allgather): every process's registry against the others'. Where they
+// differ, names each function some process lacks and which processes have it; with
+// BadCalls::Fail that is an Error (on every process alike), with Report a warning.
+void compare_registries(Runtime& rt, BadCalls mode);
+
+// The function this thread is running for a remote caller, for the fault reporter (set around
+// every call the Inbox runs; thread-local, read in a signal handler).
+struct RunningCall {
+  const Entry* entry = nullptr;
+  int src_rank = -1;
+  int index = -1;  // the destination thread
+};
+RunningCall& running_call();
+// Adds the describer that names the running call to the fault reporter (dsm/common).
+void describe_faults_in_calls();
+
+// Calls that reached a thread's inbox but never ran, by function (display name): the teardown
+// reports them.
+using Unrun = std::map<std::string, uint64_t>;
+std::string describe_unrun(int rank, int index, const Unrun& unrun);
+
+}  // namespace loom::invoke
