@@ -21,13 +21,14 @@ uint64_t lock_word_notices(Lane& l, int rank, int home, uint64_t base, uint32_t 
 }
 }
 
-AtomicWord Space::make_atomic(uint64_t initial) {
+AtomicWord Space::make_atomic(uint64_t initial, const std::source_location& where) {
+  rt_.collectives().enter("Space::make_atomic", where);
   Impl& I = *impl_;
   if (I.next_sync >= cfg_.sync_objects) fail("dsm: more than ", cfg_.sync_objects, " locks and atomic words (LOOM_DSM_SYNC_OBJECTS)");
   AtomicWord a;
   a.bind(this, I.next_sync++, I.n);
   if (a.home_ == I.rank) std::memcpy(I.slot_local(a.slot_) + kValue, &initial, 8);
-  rt_.barrier();
+  rt_.bootstrap().barrier();
   return a;
 }
 

@@ -4,52 +4,78 @@
 // union of everyone's notices), and acquires them.
 #include "loom/coherence/space_impl.hpp"
 #include "loom/dsm/common/backoff.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/dsm/common/stall.hpp"
 
 namespace loom::coherence {
 
 // One dissemination round: our notices into the partner's mailbox, then the epoch flag behind
 // them on the same queue pair (the flag lands after the notices); then wait for our mailbox's.
-void Space::Impl::exchange_notices(Lane& l, int k, int parity, uint64_t epoch) {
+// The flag's WRITE carries this process's collective call (its ticket) just before the epoch, so
+// a partner in another collective call — one process made a collective the other did not — is
+// an error naming both calls, in every mode (it costs 8 bytes).
+void Space::Impl::exchange_notices(Lane& l, int k, int parity, uint64_t epoch, const runtime::CollectiveCall& call) {
   const int to = (rank + (1 << k)) % n;
   const int from = ((rank - (1 << k)) % n + n) % n;
   const size_t flag_off = sl.mbox_bytes - 8;
   size_t len = serialize_notices(l.bytes(Scratch::kNoticesOut));
   l.post(to, fabric::Opcode::Write, Scratch::kNoticesOut, static_cast<uint32_t>(len), mbox_addr(to, k, parity), sync_rkey(to));
+  l.set_word(Scratch::kTicket, runtime::Collectives::ticket_of(call));
   l.set_word(Scratch::kEpoch, epoch);
-  l.post(to, fabric::Opcode::Write, Scratch::kEpoch, 8, mbox_addr(to, k, parity) + flag_off, sync_rkey(to));
+  l.post(to, fabric::Opcode::Write, Scratch::kTicket, 16, mbox_addr(to, k, parity) + flag_off - 8, sync_rkey(to));
   l.wait();
   uint8_t* box = mbox_local(k, parity);
   // Pairs with the partner's flag WRITE, which its queue pair placed after the notices.
   std::atomic_ref<uint64_t> flag(*reinterpret_cast<uint64_t*>(box + flag_off));
   wait::Backoff b(kHandoffYields);
+  wait::StallWatch stall;
   while (flag.load(std::memory_order_acquire) != epoch) {
     if (!rt.provider().peer_alive(from)) fail("dsm: barrier: rank ", from, " is gone");
     b.pause();
+    stall.check([&] {
+      return "dsm: Space::barrier (" + rt.collectives().last().str() + ") waits for rank " + std::to_string(from) +
+             ": is every process in Space::barrier? (LOOM_CHECK=on names the collective call each process is in)";
+    });
   }
+  rt.collectives().check_ticket(call, rank, from, std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(box + flag_off - 8)).load(std::memory_order_relaxed));
   std::lock_guard<std::mutex> ng(notice_mu);
   if (!notices.merge_wire(std::span<const uint8_t>(box, flag_off), static_cast<uint32_t>(n)))
     fail("dsm: barrier: malformed write notices from rank ", from);
 }
 
 // The processes' part, run by the last thread of this process to arrive.
-void Space::Impl::global_barrier() {
+void Space::Impl::global_barrier(const runtime::CollectiveCall& call) {
   region::InRuntime ir;
   std::lock_guard<std::mutex> g(fence_mu);
   release_locked();
   const uint64_t epoch = ++barrier_epoch;
   const int parity = static_cast<int>(epoch & 1);
   LaneGuard lane(lanes);
-  for (int k = 0; k < sl.rounds; ++k) exchange_notices(*lane, k, parity, epoch);
+  for (int k = 0; k < sl.rounds; ++k) exchange_notices(*lane, k, parity, epoch, call);
   acquire_locked(notices.min_wts());
 }
 
-void Space::barrier() {
+// Waits for the process's other threads' arrival (bar_mu held), saying so when it lasts: a
+// program with fewer threads than loomrun --threads started would wait forever.
+void Space::Impl::wait_for_threads(std::unique_lock<std::mutex>& lk, uint64_t gen, int threads) {
+  const auto report = wait::stall_report_after();
+  auto next = std::chrono::steady_clock::now() + report;
+  if (report.count() == 0) next += std::chrono::hours(24 * 365);
+  while (!bar_cv.wait_until(lk, next,
+                            [&] { return bar_gen != gen; })) {
+    log::warn("dsm: Space::barrier waits for this process's other worker threads: ", bar_arrived, " of ", threads,
+              " arrived (every worker thread, loomrun --threads ", threads, ", calls it)");
+    next = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  }
+}
+
+void Space::barrier(const std::source_location& where) {
   Impl& I = *impl_;
   const int threads = rt_.threads_per_process();
   std::unique_lock<std::mutex> lk(I.bar_mu);
   uint64_t gen = I.bar_gen;
   if (++I.bar_arrived < threads) {
-    I.bar_cv.wait(lk, [&] { return I.bar_gen != gen; });
+    I.wait_for_threads(lk, gen, threads);
     if (I.bar_error) std::rethrow_exception(I.bar_error);
     return;
   }
@@ -57,7 +83,8 @@ void Space::barrier() {
   lk.unlock();
   std::exception_ptr err;
   try {
-    I.global_barrier();
+    // The last thread to arrive, once per process.
+    I.global_barrier(rt_.collectives().enter("Space::barrier", where));
   } catch (...) {
     err = std::current_exception();
   }

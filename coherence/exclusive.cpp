@@ -11,6 +11,7 @@
 #include "loom/dsm/common/backoff.hpp"
 
 #include "loom/coherence/space_impl.hpp"
+#include "loom/dsm/common/stall.hpp"
 #include "loom/dsm/common/log.hpp"
 
 namespace loom::coherence {
@@ -103,6 +104,7 @@ void Space::Impl::request_downgrade(Lane& l, DirWord seen, RegionState& rs, size
     rt.service().call_without_allocating(owner, downgrade_fn, payload);
   }
   wait::Backoff backoff;
+  wait::StallWatch stall;
   auto sent = std::chrono::steady_clock::now();
   for (;;) {
     l.post(mgr, fabric::Opcode::Read, Scratch::kResult, 8, rs.dir_addr(mgr, b), rs.rkey(mgr));
@@ -111,6 +113,10 @@ void Space::Impl::request_downgrade(Lane& l, DirWord seen, RegionState& rs, size
     if (w.without_lock() != seen) return;
     if (!rt.provider().peer_alive(owner)) fail("dsm: rank ", owner, ", which holds block ", b, " exclusively, is gone");
     backoff.pause();
+    stall.check([&] {
+      return "dsm: an access to block " + std::to_string(b) + " of region " + std::to_string(rs.r->id()) +
+             " waits for rank " + std::to_string(owner) + ", which holds it exclusively, to give it up";
+    });
     if (std::chrono::steady_clock::now() - sent > std::chrono::milliseconds(kResendMs)) {
       rt.service().call_without_allocating(owner, downgrade_fn, payload);
       sent = std::chrono::steady_clock::now();

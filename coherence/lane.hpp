@@ -23,6 +23,7 @@ struct Scratch {
   // 8-byte words.
   static constexpr size_t kResult = 0;       // the result of the step's CAS or FETCH_ADD
   static constexpr size_t kCountSink = 8;    // FETCH_ADD results nobody reads (invalidation counters)
+  static constexpr size_t kTicket = 16;      // barrier: our collective call's ticket, written just before
   static constexpr size_t kEpoch = 24;       // barrier: the epoch written to a partner's flag
   static constexpr size_t kQueueNode = 32;   // lock: our queue node's name, written to the predecessor
   static constexpr size_t kGrant = 40;       // lock: the grant word written to the successor

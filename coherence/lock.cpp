@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "loom/coherence/space_impl.hpp"
+#include "loom/dsm/common/stall.hpp"
 #include "loom/dsm/common/backoff.hpp"
 
 namespace loom::coherence {
@@ -64,7 +65,8 @@ void split_node_name(uint64_t name, int nprocs, uint32_t lock, const char* what,
 
 }  // namespace
 
-Lock Space::make_lock() {
+Lock Space::make_lock(const std::source_location& where) {
+  rt_.collectives().enter("Space::make_lock", where);
   Impl& I = *impl_;
   if (I.next_sync >= cfg_.sync_objects) fail("dsm: more than ", cfg_.sync_objects, " locks and atomic words (LOOM_DSM_SYNC_OBJECTS)");
   Lock l;
@@ -105,10 +107,15 @@ void Lock::lock() {
     // or died holding or awaiting the lock) never grants: checked between sleeps, and named.
     std::atomic_ref<uint64_t> granted(q[1]);
     wait::Backoff b(kHandoffYields);
+    wait::StallWatch stall;
     while (granted.load(std::memory_order_acquire) == 0) {
       if (b.should_sleep() && !I.rt.provider().peer_alive(prank))
         fail("dsm: lock ", slot_, ": rank ", prank, ", ahead of this thread in the lock's queue, is gone; the lock is lost");
       b.pause();
+      stall.check([&] {
+        return "dsm: Lock::lock waits for lock " + std::to_string(slot_) + " (home rank " + std::to_string(home_) +
+               "), which rank " + std::to_string(prank) + " holds or waits for ahead of this thread";
+      });
     }
   }
   t_depth_used |= 1u << depth;
@@ -136,7 +143,11 @@ void Space::Impl::hand_on_lock(Lane& l, uint64_t* q, uint64_t me, int home, uint
   // Pairs with the successor's WRITE of its name in lock().
   std::atomic_ref<uint64_t> nx(q[0]);
   wait::Backoff b(kHandoffYields);
-  while ((next = nx.load(std::memory_order_acquire)) == 0) b.pause();
+  wait::StallWatch stall;
+  while ((next = nx.load(std::memory_order_acquire)) == 0) {
+    b.pause();
+    stall.check([&] { return "dsm: Lock::unlock of lock " + std::to_string(slot) + " waits for its next holder to name itself"; });
+  }
   int nrank;
   size_t nidx;
   split_node_name(next, n, slot, "successor", nrank, nidx);

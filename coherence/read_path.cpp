@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "loom/coherence/space_impl.hpp"
+#include "loom/dsm/common/stall.hpp"
 #include "loom/dsm/common/log.hpp"
 #include "loom/dsm/common/backoff.hpp"
 
@@ -80,7 +81,12 @@ void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m, DowngradeRun* ru
   uint64_t staged = kUnknownWts;  // a version the lane's staging buffer holds, validated
   uint64_t data_reads = 0;
   wait::Backoff backoff;
+  wait::StallWatch stall;
   for (;;) {
+    stall.check([&] {
+      return "dsm: fetching block " + std::to_string(b) + " of region " + std::to_string(rs.r->id()) +
+             " waits for its directory entry (manager rank " + std::to_string(mgr) + ") to be unlocked and current";
+    });
     DirView d;
     if (wts == kUnknownWts) {
       if (!read_entry(l, rs, b, d)) {

@@ -112,7 +112,8 @@ uint64_t Space::Impl::region_atomic_op(RegionState& rs, size_t b, size_t off, fa
   return old;
 }
 
-uint64_t* Space::new_atomic_words(region::Region& r, size_t count, bool local) {
+uint64_t* Space::new_atomic_words(region::Region& r, size_t count, bool local, const std::source_location& where) {
+  if (!local) rt_.collectives().enter("Space::new_atomic_words", where);
   Impl& I = *impl_;
   RegionState* rs = I.state_of(r);
   if (rs == nullptr) fail("dsm: new_atomic_words in a region this Space does not hold");

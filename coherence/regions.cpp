@@ -91,7 +91,8 @@ void Space::Impl::free_region_state(RegionState* rs) {
   delete rs;
 }
 
-region::Region& Space::create_region(const region::RegionOptions& opt) {
+region::Region& Space::create_region(const region::RegionOptions& opt, const std::source_location& where) {
+  rt_.collectives().enter("Space::create_region", where);
   Impl& I = *impl_;
   region::Region& r = I.as->create(opt);
   std::unique_ptr<RegionState> rs;
@@ -110,16 +111,17 @@ region::Region& Space::create_region(const region::RegionOptions& opt) {
   RegionState* raw = rs.get();
   I.install(std::move(rs));
   I.expire_since(*raw, t0);
-  rt_.barrier();  // every directory is initialized before anyone uses it
+  rt_.bootstrap().barrier();  // every directory is initialized before anyone uses it
   return r;
 }
 
-void Space::destroy_region(region::Region& r) {
+void Space::destroy_region(region::Region& r, const std::source_location& where) {
+  rt_.collectives().enter("Space::destroy_region", where);
   Impl& I = *impl_;
   RegionState* rs = I.state_of(r);
   if (rs == nullptr) fail("dsm: destroy_region of a region this Space does not hold");
   I.release();
-  rt_.barrier();  // nobody reads our public copies any more
+  rt_.bootstrap().barrier();  // nobody reads our public copies any more
   {
     std::lock_guard<std::mutex> g(I.fence_mu);
     std::lock_guard<std::mutex> d(I.dirty_mu);

@@ -17,7 +17,7 @@ constexpr size_t round_up64(size_t x) { return (x + 63) & ~size_t{63}; }
 
 SyncLayout::SyncLayout(int nprocs, uint32_t sync_objects, size_t notice_bytes) {
   while ((1 << rounds) < nprocs) ++rounds;
-  mbox_bytes = round_up64(notice_bytes + 8);  // notices, then the epoch flag
+  mbox_bytes = round_up64(notice_bytes + 16);  // notices, then the collective call's ticket and the epoch flag
   slot_bytes = round_up64(64 + notice_bytes);  // a lock's tail or a word's value, then notices
   mbox_off = 0;
   slot_off = mbox_off + static_cast<size_t>(std::max(rounds, 1) * 2) * mbox_bytes;
@@ -69,7 +69,8 @@ RegionState* Space::Impl::state_by_id(uint32_t id) {
   return nullptr;
 }
 
-Space::Space(Runtime& rt, Config cfg) : rt_(rt), cfg_(cfg) {
+Space::Space(Runtime& rt, Config cfg, const std::source_location& where) : rt_(rt), cfg_(cfg) {
+  rt.collectives().enter("Space::Space", where);
   Space* expected = nullptr;
   if (!g_current.compare_exchange_strong(expected, this)) fail("dsm: one Space per process at a time");
   try {
@@ -84,10 +85,12 @@ Space::Space(Runtime& rt, Config cfg) : rt_(rt), cfg_(cfg) {
     I.create_lanes();
     I.create_sync_memory();
     I.register_downgrade();
+    I.watch_process_barriers();
     signal::Transmitter::prepare_this_thread();  // faults on this thread may send a downgrade request
-    rt.barrier();
+    rt.bootstrap().barrier();
   } catch (...) {
     if (impl_ && impl_->downgrade_fn != 0) impl_->unregister_downgrade();
+    if (impl_ && impl_->collectives_observer != 0) rt.collectives().unobserve(impl_->collectives_observer);
     g_current.store(nullptr);
     throw;
   }
@@ -97,21 +100,40 @@ Space::Space(Runtime& rt, Config cfg) : rt_(rt), cfg_(cfg) {
 // it, and the lanes once every peer's requests on our queue pairs are done.
 void Space::Impl::teardown() {
   try {
+    rt.collectives().enter("Space::~Space");
     release();
-    rt.barrier();
+    rt.bootstrap().barrier();
     for (auto& a : regions) {
       RegionState* rs = a.exchange(nullptr);
       if (rs != nullptr) free_region_state(rs);
     }
-    rt.barrier();
+    rt.bootstrap().barrier();
   } catch (const std::exception& e) {
     log::error("dsm: Space teardown: ", e.what());
   }
   unregister_downgrade();
+  rt.collectives().unobserve(collectives_observer);
   for (auto& l : lanes) rt.allocator().free_chunk(l->release_scratch());
   lanes.clear();
   rt.allocator().free_chunk(sync);
   as.reset();
+}
+
+void Space::Impl::watch_process_barriers() {
+  if (!rt.collectives().checking()) return;
+  collectives_observer = rt.collectives().observe([this](const runtime::CollectiveCall& c) {
+    if (c.kind != "Runtime::barrier") return;
+    size_t written;
+    {
+      std::lock_guard<std::mutex> g(dirty_mu);
+      written = dirty.size();
+    }
+    if (written == 0) return;
+    log::warn("dsm: Runtime::barrier() at ", c.where, ": this process wrote ", written,
+              " shared-region block(s) since its last release, and Runtime::barrier() does not publish them: "
+              "other processes may read older values after it. Space::barrier() publishes them (docs/user-guide.md, "
+              "\"Barriers\")");
+  });
 }
 
 Space::~Space() {

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <source_location>
 #include <string>
 
 #include "loom/dsm/region/region.hpp"
@@ -130,38 +131,46 @@ class AtomicRef {
 
 class Space final : public region::FaultSink {
  public:
-  // Collective.
-  explicit Space(Runtime& rt, Config cfg = Config::from_env());
+  // Collective. Every collective call of the Space takes the call site (for the checking mode,
+  // LOOM_CHECK: dsm/runtime/collectives.hpp); callers leave it to its default.
+  explicit Space(Runtime& rt, Config cfg = Config::from_env(),
+                 const std::source_location& where = std::source_location::current());
   ~Space() override;  // collective
   Space(const Space&) = delete;
   Space& operator=(const Space&) = delete;
   static Space& current();
 
   // Collective: a region at the same address in every process; every block starts zero.
-  region::Region& create_region(const region::RegionOptions& opt);
-  region::Region& create_region(size_t size, size_t block_size = 4096, size_t local_bytes = SIZE_MAX) {
+  region::Region& create_region(const region::RegionOptions& opt,
+                                const std::source_location& where = std::source_location::current());
+  region::Region& create_region(size_t size, size_t block_size = 4096, size_t local_bytes = SIZE_MAX,
+                                const std::source_location& where = std::source_location::current()) {
     region::RegionOptions o;
     o.size = size;
     o.block_size = block_size;
     o.local_bytes = local_bytes;
-    return create_region(o);
+    return create_region(o, where);
   }
-  void destroy_region(region::Region& r);  // collective
+  void destroy_region(region::Region& r, const std::source_location& where = std::source_location::current());
 
-  Lock make_lock();                              // collective
-  AtomicWord make_atomic(uint64_t initial = 0);  // collective
+  Lock make_lock(const std::source_location& where = std::source_location::current());  // collective
+  AtomicWord make_atomic(uint64_t initial = 0,
+                         const std::source_location& where = std::source_location::current());  // collective
 
   // `count` zeroed words for AtomicRef, in whole blocks of their own: a plain load or store of
   // them is an error. Collective like Region::allocate, or (`local`) from this process's arena
   // alone. Atomic blocks stay atomic until the region is destroyed.
-  uint64_t* new_atomic_words(region::Region& r, size_t count, bool local = false);
+  uint64_t* new_atomic_words(region::Region& r, size_t count, bool local = false,
+                             const std::source_location& where = std::source_location::current());
   // Any word of an atomic block, by any process (no collective: a process that did not make the
   // words learns their blocks from the directory on first use).
   AtomicRef atomic_ref(uint64_t* word);
 
   // Every thread (Runtime::threads_per_process()) of every process: a release, then an acquire
   // of everything released before it anywhere.
-  void barrier();
+  // Not the process barrier (Runtime::barrier), nor the calls' (Invoker::barrier): see the
+  // barrier table in docs/user-guide.md.
+  void barrier(const std::source_location& where = std::source_location::current());
   // A release fence: this process's writes so far are published (and named by its notices).
   void release();
 

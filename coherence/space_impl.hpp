@@ -92,6 +92,10 @@ struct Space::Impl {
   };
   std::vector<Claim> claims;
   uint32_t downgrade_fn = 0;
+  int collectives_observer = 0;  // watch_process_barriers' handle
+  // Checking mode: Runtime::barrier() with region writes of this process unpublished is a
+  // warning (that barrier orders nothing in regions; Space::barrier does).
+  void watch_process_barriers();
   // Held shared by a downgrade on the service thread, exclusively while a region's protocol
   // state is freed: a handler that published (and so let its asker go on, perhaps to the
   // collective destruction) may still be finishing.
@@ -200,8 +204,9 @@ struct Space::Impl {
   size_t serialize_notices(uint8_t* out);
 
   // ---- barrier (barrier.cpp) ----
-  void global_barrier();
-  void exchange_notices(Lane& l, int round, int parity, uint64_t epoch);
+  void global_barrier(const runtime::CollectiveCall& call);
+  void wait_for_threads(std::unique_lock<std::mutex>& lk, uint64_t gen, int threads);
+  void exchange_notices(Lane& l, int round, int parity, uint64_t epoch, const runtime::CollectiveCall& call);
 
   // ---- locks (lock.cpp) ----
   void hand_on_lock(Lane& l, uint64_t* q, uint64_t me, int home, uint32_t slot, uint64_t tail);

@@ -39,13 +39,13 @@ uint64_t CallBarrier::slot_offset(int round, int parity) const {
   return (static_cast<uint64_t>(round) * 2 + static_cast<uint64_t>(parity)) * slot_bytes();
 }
 
-void CallBarrier::arrive() {
+void CallBarrier::arrive(const std::source_location& where) {
   const int threads = inv_.threads();
   inv_.flush();
   const uint64_t gen = generation_.load(std::memory_order_acquire);
   if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == threads) {
     arrived_.store(0, std::memory_order_relaxed);
-    lead();
+    lead(where);
     generation_.store(gen + 1, std::memory_order_release);  // pairs with the waiters' acquire
     return;
   }
@@ -69,12 +69,20 @@ void CallBarrier::arrive() {
   }
 }
 
-void CallBarrier::lead() {
+void CallBarrier::lead(const std::source_location& where) {
+  // Once per process; compared in the waves' messages, not through the bootstrap, whose waits
+  // would run no calls.
+  runtime::Collectives& collectives = inv_.runtime().collectives();
+  const runtime::CollectiveCall call = collectives.note("Invoker::barrier", where);
   std::vector<Counts> prev;
   for (;;) {
     inv_.progress();
     Counts mine = inv_.call_counts();
+    mine.ticket = runtime::Collectives::ticket_of(call);
     std::vector<Counts> all = wave(mine);
+    std::vector<uint64_t> tickets;
+    for (const Counts& c : all) tickets.push_back(c.ticket);
+    collectives.check_tickets(call, tickets);
     Counts total;
     for (const Counts& c : all) total.sent += c.sent, total.executed += c.executed;
     if (!prev.empty()) {

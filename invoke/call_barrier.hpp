@@ -10,6 +10,7 @@
 // barrier but the calls it runs).
 #include <atomic>
 #include <cstdint>
+#include <source_location>
 #include <vector>
 
 #include "loom/dsm/memory/rdma_allocator.hpp"
@@ -28,15 +29,16 @@ class CallBarrier {
   CallBarrier& operator=(const CallBarrier&) = delete;
 
   // Called by every worker thread (0 .. threads per process - 1) of every process.
-  void arrive();
+  void arrive(const std::source_location& where);
 
   struct Counts {
     uint64_t sent = 0;
     uint64_t executed = 0;
+    uint64_t ticket = 0;  // the process's collective call (runtime::Collectives::ticket_of)
   };
 
  private:
-  void lead();  // the last thread of this process to arrive: the waves
+  void lead(const std::source_location& where);  // the last thread of this process to arrive: the waves
   std::vector<Counts> wave(Counts mine);
   void exchange(int round, uint64_t epoch, std::vector<Counts>& all, std::vector<uint8_t>& known);
   size_t slot_bytes() const;

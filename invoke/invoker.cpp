@@ -55,8 +55,9 @@ Invoker& Invoker::current() {
   return *i;
 }
 
-Invoker::Invoker(Runtime& rt, Config cfg)
+Invoker::Invoker(Runtime& rt, Config cfg, const std::source_location& where)
     : rt_(rt), cfg_(cfg), ranks_(rt.size()), threads_(rt.threads_per_process()), serial_(g_invoker_serial.fetch_add(1)) {
+  rt_.collectives().enter("Invoker::Invoker", where);
   if (cfg_.chunk_size < 4096 || cfg_.chunk_size % 64 != 0 || cfg_.chunk_size > wire::kMaxRecord)
     fail("invoke: chunk size ", cfg_.chunk_size, " must be a multiple of 64 in 4 KiB..", wire::kMaxRecord);
   if (cfg_.max_chunks < 2 || cfg_.max_chunks > 4096) fail("invoke: max_chunks ", cfg_.max_chunks, " must be 2..4096");
@@ -81,16 +82,17 @@ Invoker::Invoker(Runtime& rt, Config cfg)
   compare_registries(rt_, cfg_.bad_calls);  // collective; throws on every process alike
   for (uint32_t i = 0; i < cfg_.helpers; ++i)
     helpers_.push_back(rt_.spawn_at(threads_ + static_cast<int>(i), "invoke-helper-" + std::to_string(i), [this, i] { helper_loop(static_cast<int>(i)); }));
-  rt_.barrier();
+  rt_.bootstrap().barrier();
 }
 
 Invoker::~Invoker() {
   try {
-    flush_everything();
+    flush_everything();  // first: a peer may wait for a call still in this process's open records
+    rt_.collectives().enter("Invoker::~Invoker");
   } catch (const std::exception& e) {
     log::error("invoke teardown: ", e.what());
   }
-  rt_.barrier();  // every process is done calling; every call made is in its receiver's memory
+  rt_.bootstrap().barrier();  // every process is done calling; every call made is in its receiver's memory
   stop_.store(true, std::memory_order_release);
   for (auto& t : helpers_) t.join();
   try {
@@ -98,7 +100,7 @@ Invoker::~Invoker() {
   } catch (const std::exception& e) {
     rt_.fail_at_exit(std::string("invoke teardown: ") + e.what());
   }
-  rt_.barrier();  // no consumed offset is pushed to a sender after this
+  rt_.bootstrap().barrier();  // no consumed offset is pushed to a sender after this
   {
     std::unique_lock<std::shared_mutex> g(g_life);
     g_current.store(nullptr, std::memory_order_release);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <source_location>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,7 +31,8 @@ class Invoker {
  public:
   static constexpr size_t kInlineLimit = 64;  // QpCaps::max_inline of the invocation mesh
 
-  explicit Invoker(Runtime& rt, Config cfg = Config::from_env());
+  explicit Invoker(Runtime& rt, Config cfg = Config::from_env(),
+                   const std::source_location& where = std::source_location::current());
   ~Invoker();
   Invoker(const Invoker&) = delete;
   Invoker& operator=(const Invoker&) = delete;
@@ -76,7 +78,7 @@ class Invoker {
   // Collective over every worker thread of every process: returns once every call made anywhere
   // before its callers arrived (and every call those made) has run; runs this thread's calls
   // while it waits (docs/invocation.md, "Barriers"). Flush an Ovfl Aggregator (drain) first.
-  void barrier() { call_barrier_->arrive(); }
+  void barrier(const std::source_location& where = std::source_location::current()) { call_barrier_->arrive(where); }
   // Calls this process's threads made, and calls its inboxes ran (the barrier's counts).
   CallBarrier::Counts call_counts();
 

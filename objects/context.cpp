@@ -1,7 +1,5 @@
 #include "loom/objects/context.hpp"
 
-#include "loom/dsm/common/backoff.hpp"
-
 #include <filesystem>
 
 #include "loom/dsm/common/backoff.hpp"
@@ -20,7 +18,9 @@ Context& Context::current() {
   return *c;
 }
 
-Context::Context(Runtime& rt, invoke::Invoker* invoker, coherence::Space* space) : rt_(rt) {
+Context::Context(Runtime& rt, invoke::Invoker* invoker, coherence::Space* space, const std::source_location& where)
+    : rt_(rt) {
+  rt.collectives().enter("objects::Context::Context", where);
   Context* expected = nullptr;
   if (!g_current.compare_exchange_strong(expected, this)) fail("objects: one Context per process at a time");
   try {
@@ -35,7 +35,7 @@ Context::Context(Runtime& rt, invoke::Invoker* invoker, coherence::Space* space)
       mine.local()[0] = mine.local()[1] = 0;
     }
     arrivals_ = rt.bootstrap().allgather_value(mine)[0];
-    rt.barrier();
+    rt.bootstrap().barrier();
   } catch (...) {
     g_current.store(nullptr, std::memory_order_release);
     throw;
@@ -68,12 +68,17 @@ void Context::meet(GlobalPtr<uint64_t> counter, uint64_t n) {
   inv_->wait_until([&] { return ep_->atomic_load(counter) >= target; });
 }
 
-void Context::barrier() {
-  meet(arrivals_, static_cast<uint64_t>(rt_.size()) * static_cast<uint64_t>(rt_.threads_per_process()));
-  space_->barrier();  // nothing is in flight: every thread's operations completed before it arrived
+void Context::barrier(const std::source_location& where) {
+  ep_->flush();
+  inv_->barrier(where);    // every operation shipped to an owner before it has run
+  space_->barrier(where);  // nothing is in flight: every thread's operations completed before it arrived
 }
 
-void Context::process_barrier() { meet(arrivals_ + 1, static_cast<uint64_t>(rt_.size())); }
+void Context::process_barrier(const std::source_location& where) {
+  // Recorded, not compared through the bootstrap: the wait below runs calls, the bootstrap's would not.
+  rt_.collectives().note("objects::Context::process_barrier", where);
+  meet(arrivals_ + 1, static_cast<uint64_t>(rt_.size()));
+}
 
 const Components& Context::components() {
   if (components_) return *components_;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <source_location>
 #include <typeinfo>
 #include <vector>
 
@@ -21,7 +22,8 @@ class Context {
  public:
   // Collective. Makes an Endpoint, and an Invoker and a Space unless the program passes its own
   // (one of each per process at a time).
-  explicit Context(Runtime& rt, invoke::Invoker* invoker = nullptr, coherence::Space* space = nullptr);
+  explicit Context(Runtime& rt, invoke::Invoker* invoker = nullptr, coherence::Space* space = nullptr,
+                   const std::source_location& where = std::source_location::current());
   // Collective; every object made on the Context must be gone.
   ~Context();
   Context(const Context&) = delete;
@@ -36,12 +38,13 @@ class Context {
   int size() const { return rt_.size(); }
 
   // Every worker thread of every process (like Space::barrier): this thread's operations are
-  // complete, the calls addressed to it run while it waits (so owner-invoked operations of the
-  // others finish), then the Space's barrier (a release and an acquire, for Cached objects).
-  void barrier();
+  // complete, every operation shipped to an owner before it has run (Invoker::barrier, which
+  // runs the calls addressed to the waiting threads), then the Space's barrier (a release and an
+  // acquire, for Cached objects).
+  void barrier(const std::source_location& where = std::source_location::current());
   // One thread of every process (collective construction and teardown of objects): this thread's
   // operations are complete and the calls addressed to it run while it waits. No Space barrier.
-  void process_barrier();
+  void process_barrier(const std::source_location& where = std::source_location::current());
 
   // Runs the calls waiting for this thread, if it is a worker thread (a destination): an
   // owner-invoked operation that runs here on the owner's own thread, and Auto objects now and
@@ -113,7 +116,7 @@ class Context {
   coherence::Space* space_ = nullptr;
   // Each counter at rank 0 takes one increment per arrival; a round ends at a multiple of `n`.
   void meet(GlobalPtr<uint64_t> counter, uint64_t n);
-  GlobalPtr<uint64_t> arrivals_;  // the barriers' counters (all threads, processes), at rank 0
+  GlobalPtr<uint64_t> arrivals_;  // process_barrier's counter (arrivals_ + 1), at rank 0
   std::optional<Components> components_;
   // Ids are handed out in order and never reused; a slot is written by attach and detach and
   // read by shipped operations, without a lock.

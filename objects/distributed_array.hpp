@@ -30,7 +30,7 @@ class DistributedArray {
   }
   // Collective: the memory goes once nobody uses it.
   ~DistributedArray() {
-    ep_.runtime().barrier();
+    ep_.runtime().bootstrap().barrier();
     ep_.deallocate(local_);
   }
   DistributedArray(const DistributedArray&) = delete;

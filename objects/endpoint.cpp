@@ -51,7 +51,7 @@ Endpoint::~Endpoint() {
       std::lock_guard<std::mutex> g(l->mu);
       complete(*l);
     }
-    rt_.barrier();  // peers' requests on our queue pairs are done
+    rt_.bootstrap().barrier();  // peers' requests on our queue pairs are done
   } catch (const std::exception& e) {
     log::error("objects: Endpoint teardown: ", e.what());
   }

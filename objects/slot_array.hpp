@@ -46,7 +46,7 @@ class SlotArray {
         ctx_.space().destroy_region(*r_);
       } else {
         for (GlobalPtr<std::byte> p : mine_) ctx_.endpoint().deallocate(p);
-        ctx_.runtime().barrier();
+        ctx_.runtime().bootstrap().barrier();
       }
     } catch (const std::exception& e) {
       log::error("objects: teardown of a container: ", e.what());
@@ -176,7 +176,7 @@ class SlotArray {
     for (size_t part = 0; part < owners_.size(); ++part) {
       std::memcpy(&bases_[part], all[static_cast<size_t>(owners_[part])].data() + part * sizeof(GlobalPtr<std::byte>), sizeof(GlobalPtr<std::byte>));
     }
-    ctx_.runtime().barrier();
+    ctx_.runtime().bootstrap().barrier();
   }
 
   // A region of its own: the slots (with their mirror words) in plain blocks, the control words

@@ -7,6 +7,8 @@ build=${1:?usage: verbs-suite.sh BUILD_DIR [NPROCS...]}
 shift
 nprocs=${*:-"2 4"}
 export LOOM_PROVIDER=verbs
+# Checking mode, as in the rest of the suite (LOOM_CHECK).
+export LOOM_CHECK=${LOOM_CHECK:-on}
 # Registration pins memory: small superchunks keep 4 processes inside the guest's 2 GiB.
 export LOOM_SUPERCHUNK_SIZE=${LOOM_SUPERCHUNK_SIZE:-64M}
 # Software RDMA under emulation is ~1000x slower than shm: the stress test posts less.

@@ -5,12 +5,22 @@
 //   bad-call   rank 0 calls a function id nobody registered: rank 1's poll fails naming it
 //   unpolled   rank 0 calls rank 1, which never polls: rank 1's teardown names the call
 //   fault      rank 0 calls rank 1 with a pointer into its own memory: rank 1's SIGSEGV names the call
+//   make-lock  rank 0 makes one lock more than rank 1, then both count under "the same" lock:
+//              a wrong count without the checking mode; with it (LOOM_CHECK=on) an error naming both calls
+//   dsm-barrier  rank 0 calls Space::barrier once more than rank 1: an error naming both calls in
+//              checking mode; without it, a stall report naming the rank waited for
+//   invoke-barrier  rank 0 makes one lock more, then both call Invoker::barrier: an error naming
+//              both calls in every mode (the barrier's messages carry each process's call)
+//   threads    one thread calls Space::barrier under loomrun --threads 2: a stall report saying 1 of 2 arrived
+//   rt-barrier a process writes a shared region, then calls Runtime::barrier where Space::barrier
+//              was meant: a warning in checking mode
 #include <sys/mman.h>
 
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "loom/coherence/space.hpp"
 #include "loom/invoke/calls.hpp"
 
 using namespace loom;
@@ -63,11 +73,62 @@ int fault(Runtime& rt) {
   return 0;
 }
 
+int make_lock(Runtime& rt) {
+  coherence::Space dsm(rt);
+  region::Region& r = dsm.create_region(1 << 20);
+  auto* count = r.new_array<uint64_t>(1);
+  if (rt.rank() == 0) dsm.make_lock();  // one lock more here: the next lock is another lock here
+  coherence::Lock l = dsm.make_lock();
+  for (int i = 0; i < 2000; ++i) {
+    l.lock();
+    *count += 1;
+    l.unlock();
+  }
+  dsm.barrier();
+  const uint64_t want = 2000ull * static_cast<uint64_t>(rt.size());
+  std::printf("count %llu (want %llu)\n", static_cast<unsigned long long>(*count), static_cast<unsigned long long>(want));
+  dsm.barrier();
+  return *count == want ? 0 : 3;
+}
+
+int dsm_barrier(Runtime& rt) {
+  coherence::Space dsm(rt);
+  dsm.barrier();
+  if (rt.rank() == 0) dsm.barrier();  // once more than the others
+  return 0;
+}
+
+int invoke_barrier(Runtime& rt) {
+  coherence::Space dsm(rt);
+  Invoker inv(rt);
+  if (rt.rank() == 0) dsm.make_lock();
+  inv.barrier();
+  std::puts("after the barrier");
+  return 0;
+}
+
+int threads(Runtime& rt) {
+  coherence::Space dsm(rt);
+  dsm.barrier();  // only the main thread: loomrun --threads 2 said there are two
+  return 0;
+}
+
+int rt_barrier(Runtime& rt) {
+  coherence::Space dsm(rt);
+  region::Region& r = dsm.create_region(1 << 20);
+  auto* v = r.new_array<uint64_t>(1024);
+  if (rt.rank() == 0) v[0] = 42;
+  rt.barrier();  // meant: dsm.barrier()
+  std::printf("rank %d reads %llu\n", rt.rank(), static_cast<unsigned long long>(v[0]));
+  dsm.barrier();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: misuse_helper registry|bad-call|unpolled|fault\n");
+    std::fprintf(stderr, "usage: misuse_helper registry|bad-call|unpolled|fault|make-lock|dsm-barrier|invoke-barrier|threads|rt-barrier\n");
     return 2;
   }
   Runtime rt(argc, argv);
@@ -76,6 +137,11 @@ int main(int argc, char** argv) {
   if (mode == "bad-call") return bad_call(rt);
   if (mode == "unpolled") return unpolled(rt);
   if (mode == "fault") return fault(rt);
+  if (mode == "make-lock") return make_lock(rt);
+  if (mode == "dsm-barrier") return dsm_barrier(rt);
+  if (mode == "threads") return threads(rt);
+  if (mode == "invoke-barrier") return invoke_barrier(rt);
+  if (mode == "rt-barrier") return rt_barrier(rt);
   std::fprintf(stderr, "misuse_helper: unknown mode %s\n", mode.c_str());
   return 2;
 }

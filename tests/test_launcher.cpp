@@ -375,8 +375,9 @@ TEST_F(Launcher, SweepTakesExactlyTheDirectoriesNobodyHolds) {
 // that names what happened (issue 21; tests/misuse_helper.cpp).
 class Misuse : public Launcher {
  protected:
-  Result misuse(const std::string& mode, int n = 2) {
-    return run(loomrun("-n " + std::to_string(n) + " --timeout 60 " + MISUSE_HELPER_PATH + " " + mode));
+  // `env`: settings for the job ("LOOM_CHECK=on ..."); the suite's own LOOM_CHECK is replaced.
+  Result misuse(const std::string& mode, const std::string& env = "LOOM_CHECK=on", const std::string& opts = "-n 2 --timeout 60") {
+    return run(env + " " + loomrun(opts + " " + MISUSE_HELPER_PATH + " " + mode));
   }
 };
 
@@ -413,4 +414,64 @@ TEST_F(Misuse, AFaultInARemotelyCalledFunctionNamesTheCall) {
                           "loom::invoke::detail::CallEntry<(anonymous namespace)::fault"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("run for rank 0 on thread 0"), std::string::npos) << r.output;
   EXPECT_FALSE(segments_left());
+}
+
+TEST_F(Misuse, ALockMadeByOneRankOnlyIsAnErrorNotAWrongCount) {
+  auto r = misuse("make-lock");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.status, 124) << "timed out: " << r.output;
+  EXPECT_EQ(r.output.find("count "), std::string::npos) << "the program went on: " << r.output;
+  EXPECT_NE(r.output.find("the processes' collective calls differ"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 0: collective call #"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", Space::make_lock at tests/misuse_helper.cpp:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", Space::barrier at tests/misuse_helper.cpp:"), std::string::npos) << r.output;
+  EXPECT_FALSE(segments_left());
+}
+
+// Without the checking mode the barriers' messages still carry each process's collective call.
+TEST_F(Misuse, ALockMadeByOneRankOnlyFailsAtTheNextBarrierInEveryMode) {
+  auto r = misuse("make-lock", "LOOM_CHECK=off");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.status, 124) << "timed out: " << r.output;
+  EXPECT_EQ(r.output.find("count "), std::string::npos) << "the program went on: " << r.output;
+  EXPECT_NE(r.output.find("the processes' collective calls differ"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", Space::barrier at tests/misuse_helper.cpp:"), std::string::npos) << r.output;
+}
+
+TEST_F(Misuse, AnInvokerBarrierAfterDifferentCollectivesIsAnError) {
+  auto r = misuse("invoke-barrier", "LOOM_CHECK=off");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.status, 124) << "timed out: " << r.output;
+  EXPECT_EQ(r.output.find("after the barrier"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the processes' collective calls differ"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Invoker::barrier at tests/misuse_helper.cpp:"), std::string::npos) << r.output;
+}
+
+TEST_F(Misuse, AnExtraSpaceBarrierIsAnErrorInCheckingMode) {
+  auto r = misuse("dsm-barrier");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.status, 124) << "timed out: " << r.output;
+  EXPECT_NE(r.output.find(", Space::barrier at tests/misuse_helper.cpp:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", Space::~Space"), std::string::npos) << r.output;
+}
+
+TEST_F(Misuse, AnExtraSpaceBarrierIsReportedWithoutCheckingMode) {
+  auto r = misuse("dsm-barrier", "LOOM_CHECK=off LOOM_STALL_REPORT_MS=300", "-n 2 --timeout 4");
+  EXPECT_EQ(r.status, 124) << r.output;
+  EXPECT_NE(r.output.find("[0] loom warning: dsm: Space::barrier (collective call #"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("waits for rank 1: is every process in Space::barrier?"), std::string::npos) << r.output;
+}
+
+TEST_F(Misuse, ABarrierWithFewerThreadsThanStartedIsReported) {
+  auto r = misuse("threads", "LOOM_STALL_REPORT_MS=300", "-n 2 --threads 2 --timeout 4");
+  EXPECT_EQ(r.status, 124) << r.output;
+  EXPECT_NE(r.output.find("Space::barrier waits for this process's other worker threads: 1 of 2 arrived"),
+            std::string::npos) << r.output;
+}
+
+TEST_F(Misuse, TheProcessBarrierAfterRegionWritesIsAWarningInCheckingMode) {
+  auto r = misuse("rt-barrier");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("[0] loom warning: dsm: Runtime::barrier() at tests/misuse_helper.cpp:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("does not publish them"), std::string::npos) << r.output;
 }

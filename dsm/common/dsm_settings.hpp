@@ -41,11 +41,16 @@ inline constexpr Setting kVerbsGidIndex{"LOOM_VERBS_GID_INDEX", T::Int, "-1", "-
                                         "GID table index; -1 = the first RoCE v2 GID, else 0"};
 inline constexpr Setting kVerbsGrh{"LOOM_VERBS_GRH", T::Bool, "0", "", "always send a GRH (InfiniBand across subnets)"};
 
+inline constexpr Setting kCheck{"LOOM_CHECK", T::Choice, "auto", "auto|on|off",
+                                "compare every collective call across processes at once; auto: on in a Debug build of Loom"};
+inline constexpr Setting kStallReport{"LOOM_STALL_REPORT_MS", T::Int, "5000", "0..86400000",
+                                      "a wait that makes no progress this long says what it waits for; 0: never"};
+
 inline constexpr const Setting* kAll[] = {
     &kRank,      &kSize,      &kLocalRank,  &kLocalSize,     &kJobId,         &kJobDir,        &kThreads,
     &kProvider,  &kShmDir,    &kSweep,      &kLog,           &kPin,           &kHugePages,     &kSuperchunk,
     &kHeapFit,   &kServiceBuffers, &kServiceMessage, &kShmRnrTimeout, &kBootstrap, &kVerbsDevice, &kVerbsPort,
-    &kVerbsGidIndex, &kVerbsGrh, &kStoppedLimit};
+    &kVerbsGidIndex, &kVerbsGrh, &kStoppedLimit, &kCheck, &kStallReport};
 inline constexpr Table kTable{"dsm", kAll};
 
 }  // namespace loom::settings::dsm

@@ -13,6 +13,7 @@
 
 #include "loom/dsm/common/fault_report.hpp"
 #include "loom/dsm/common/log.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
 
 namespace loom::region {
 namespace {
@@ -120,7 +121,8 @@ int Region::manager(size_t block) const {
   return static_cast<int>(k < static_cast<size_t>(nprocs_) ? k : static_cast<size_t>(nprocs_) - 1);
 }
 
-void* Region::allocate(size_t bytes, size_t align) {
+void* Region::allocate(size_t bytes, size_t align, const std::source_location& where) {
+  if (Runtime* rt = Runtime::find()) rt->collectives().enter("Region::allocate", where);
   if (bytes == 0) fail("region ", id_, ": allocation of 0 bytes");
   if (align == 0 || !std::has_single_bit(align) || align > block_)
     fail("region ", id_, ": alignment ", align, " must be a power of two up to the block size ", block_);
@@ -131,13 +133,16 @@ void* Region::allocate(size_t bytes, size_t align) {
   auto off = collective_->allocate(want);
   if (!off)
     fail("region ", id_, ": no room for ", bytes, " bytes in the collective arena (",
-         collective_->free_bytes(), " of ", collective_bytes_, " bytes free, largest ", collective_->largest_free(), ")");
+         collective_->free_bytes(), " of ", collective_bytes_, " bytes free, largest ", collective_->largest_free(),
+         "; the collective arena is the region's size less its local arenas, half of it by default: "
+         "create_region(size, block_size, local_bytes) sets the local arenas' share)");
   uint64_t aligned = (*off + align - 1) & ~(uint64_t{align} - 1);
   if (aligned != *off) padded_[aligned] = *off;
   return base_ + aligned;
 }
 
-void Region::deallocate(void* p) {
+void Region::deallocate(void* p, const std::source_location& where) {
+  if (Runtime* rt = Runtime::find()) rt->collectives().enter("Region::deallocate", where);
   if (!contains(p) || static_cast<uint8_t*>(p) >= base_ + collective_bytes_)
     fail("region ", id_, ": ", p, " is not in this region's collective arena");
   std::lock_guard<std::mutex> g(alloc_mu_);

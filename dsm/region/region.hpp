@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <source_location>
 #include <type_traits>
 #include <utility>
 
@@ -83,23 +84,25 @@ class Region {
 
   // ---- allocation inside the region --------------------------------------------------------
   // Collective: every process calls with the same arguments in the same order and gets the
-  // same address. Memory starts zeroed.
-  void* allocate(size_t bytes, size_t align = 64);
-  void deallocate(void* p);  // collective
+  // same address (a call made by some processes only gives the others different addresses; the
+  // checking mode, LOOM_CHECK, makes it an error). Memory starts zeroed. The collective arena is
+  // half the region by default (RegionOptions::local_bytes).
+  void* allocate(size_t bytes, size_t align = 64, const std::source_location& where = std::source_location::current());
+  void deallocate(void* p, const std::source_location& where = std::source_location::current());  // collective
   // This process only, from its local arena (its blocks are managed here).
   void* allocate_local(size_t bytes, size_t align = 64);
   void deallocate_local(void* p);
 
   // A collective typed array, zero-initialized (T must be valid when all its bytes are zero).
   template <typename T>
-  T* new_array(size_t n) {
+  T* new_array(size_t n, const std::source_location& where = std::source_location::current()) {
     static_assert(std::is_trivially_default_constructible_v<T> && std::is_trivially_destructible_v<T>,
                   "region arrays hold trivially constructible and destructible types");
     if (n != 0 && sizeof(T) > SIZE_MAX / n) fail("region: array of ", n, " elements overflows");
-    return static_cast<T*>(allocate(n * sizeof(T), alignof(T) < 64 ? 64 : alignof(T)));
+    return static_cast<T*>(allocate(n * sizeof(T), alignof(T) < 64 ? 64 : alignof(T), where));
   }
   template <typename T>
-  void delete_array(T* p) { deallocate(p); }
+  void delete_array(T* p, const std::source_location& where = std::source_location::current()) { deallocate(p, where); }
   // new/delete for this process's objects (constructed through the transparent path).
   template <typename T, typename... A>
   T* make_local(A&&... a) {

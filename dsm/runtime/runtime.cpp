@@ -37,6 +37,8 @@ std::string ThreadName::str() const {
 
 const ThreadName& this_thread_name() { return t_name; }
 
+Runtime* Runtime::find() { return g_runtime.load(std::memory_order_acquire); }
+
 Runtime& Runtime::current() {
   Runtime* r = g_runtime.load(std::memory_order_acquire);
   if (r == nullptr) fail("no loom::Runtime exists in this process");
@@ -44,6 +46,22 @@ Runtime& Runtime::current() {
 }
 
 namespace {
+// Checking mode (LOOM_CHECK), the same in every process: a process comparing its collective
+// calls while another does not would wait for it forever.
+bool checking_agreed(runtime::Bootstrap& boot) {
+  const std::string v = settings::get_choice(settings::dsm::kCheck);
+#ifdef NDEBUG
+  const bool debug_build = false;
+#else
+  const bool debug_build = true;
+#endif
+  const uint8_t mine = v == "on" || (v == "auto" && debug_build);
+  const auto all = boot.allgather_value(mine);
+  for (size_t r = 0; r < all.size(); ++r)
+    if (all[r] != mine) fail("LOOM_CHECK differs between processes (rank ", r, " has checking ", all[r] ? "on" : "off", ")");
+  return mine != 0;
+}
+
 // An uncaught loom::Error (a bad setting, no RDMA device, a dead peer) ends the process with one
 // clear line and status 1, which loomrun reports with the rank — not an abort and a core dump.
 [[noreturn]] void terminate_with_one_line() {
@@ -78,6 +96,7 @@ Runtime::Runtime(int& argc, char**& argv) {
     local_rank_ = boot_->local_rank();
     local_size_ = boot_->local_size();
     log::set_host_announcer(local_rank_ == 0);
+    collectives_ = std::make_unique<runtime::Collectives>(*boot_, checking_agreed(*boot_));
 
     // Machines are named by the sorted set of host names, so every process agrees.
     char host[256] = {};
@@ -155,6 +174,11 @@ Runtime::~Runtime() {
     runtime::flush_output_if_free();
     std::_Exit(1);
   }
+}
+
+void Runtime::barrier(const std::source_location& where) {
+  collectives_->enter("Runtime::barrier", where);
+  boot_->barrier();
 }
 
 void Runtime::fail_at_exit(const std::string& why) {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <source_location>
 #include <string>
 #include <thread>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "loom/dsm/memory/rdma_allocator.hpp"
 #include "loom/dsm/memory/registered_heap.hpp"
 #include "loom/dsm/runtime/bootstrap.hpp"
+#include "loom/dsm/runtime/collectives.hpp"
 #include "loom/dsm/runtime/service.hpp"
 #include "loom/dsm/signal/transmitter.hpp"
 
@@ -61,6 +63,7 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   static Runtime& current();
+  static Runtime* find();  // the process's Runtime, or nullptr
 
   int rank() const { return boot_->rank(); }
   int size() const { return boot_->size(); }
@@ -81,7 +84,12 @@ class Runtime {
   // True if [addr, addr+len) is registered memory of this process (any zone).
   bool is_registered(const void* addr, size_t len) const;
 
-  void barrier() { boot_->barrier(); }
+  // The process barrier: one thread of every process calls it; it returns once all have. It
+  // orders nothing in shared regions (Space::barrier does) and runs no remote calls
+  // (Invoker::barrier does). A collective call (collectives()).
+  void barrier(const std::source_location& where = std::source_location::current());
+  // This process's collective calls, compared across processes in checking mode (LOOM_CHECK).
+  runtime::Collectives& collectives() { return *collectives_; }
   // A failure found where nothing can be thrown (a check in a destructor's teardown): when this
   // Runtime is destroyed, after its teardown, the reason goes to stderr and the process ends with
   // status 1 instead of the program's own status.
@@ -100,6 +108,7 @@ class Runtime {
   void setup_topology();
 
   std::unique_ptr<runtime::Bootstrap> boot_;
+  std::unique_ptr<runtime::Collectives> collectives_;
   std::unique_ptr<fabric::Provider> provider_;
   std::vector<std::unique_ptr<memory::RDMAAllocator>> allocators_;
   std::vector<std::unique_ptr<memory::RegisteredHeap>> heaps_;
