@@ -4,13 +4,21 @@
 // messages over shared memory; plus the round trip of an 8-byte call_return beside a cache-line
 // ping-pong. Rank 0 calls, rank 1 runs the calls.
 // Run: loomrun -n 2 bench_invoke [--quick] [--csv FILE]
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <array>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <sstream>
 
 #include "bench/bench_common.hpp"
 #include "loom/invoke/aggregator.hpp"
 #include "loom/invoke/calls.hpp"
+#include "loom/invoke/future.hpp"
 
 using namespace loom;
 using namespace loom::bench;
@@ -131,6 +139,115 @@ double call_return_rtt_us(Invoker& inv, int rounds) {
   }
   rt.barrier();
   return rtt;
+}
+
+// call_return results per second with `window` futures in flight (a window refilled as the
+// oldest result comes back), through the Messenger or a Trad Aggregator.
+double call_future_rate(Invoker& inv, int window, bool aggregated, double seconds) {
+  Runtime& rt = inv.runtime();
+  static std::atomic<int> stop{0};
+  stop = 0;
+  rt.barrier();
+  double rate = 0;
+  if (rt.rank() == 0) {
+    Aggregator agg;
+    std::vector<Future<uint64_t>> fs(static_cast<size_t>(window));
+    uint64_t x = 7, done = 0;
+    auto issue = [&](size_t i) {
+      fs[i] = aggregated ? call_future(agg, Thread{1, 0}, [x] { return x + 1; }) : call_future(Thread{1, 0}, [x] { return x + 1; });
+    };
+    for (size_t i = 0; i < fs.size(); ++i) issue(i);
+    const auto t0 = clk::now();
+    for (size_t i = 0; seconds_since(t0) < seconds; i = (i + 1) % fs.size()) {
+      x += fs[i].get();
+      ++done;
+      issue(i);
+    }
+    rate = static_cast<double>(done) / seconds_since(t0);
+    for (auto& f : fs) f.get();
+    call(Thread{1, 0}, [] { stop = 1; });
+  } else if (rt.rank() == 1) {
+    inv.wait_until([] { return stop.load() != 0; });
+  }
+  rt.barrier();
+  return rate;
+}
+
+// Two processes that only spin, beside the job (started by rank 0, ended with it).
+struct BusyLoops {
+  std::vector<pid_t> pids;
+  explicit BusyLoops(int n) {
+    for (int i = 0; i < n; ++i) {
+      pid_t p = fork();
+      if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;) asm volatile("" ::: "memory");
+      }
+      if (p > 0) pids.push_back(p);
+    }
+  }
+  ~BusyLoops() {
+    for (pid_t p : pids) kill(p, SIGKILL);
+    for (pid_t p : pids) waitpid(p, nullptr, 0);
+  }
+  // CPU seconds the loops have used (/proc/PID/stat: utime + stime), to show they ran.
+  double cpu_seconds() const {
+    double ticks = 0;
+    for (pid_t p : pids) {
+      std::ifstream f("/proc/" + std::to_string(p) + "/stat");
+      std::string line;
+      std::getline(f, line);
+      std::istringstream fields(line.substr(line.rfind(')') + 2));
+      std::string x;
+      for (int i = 3; i <= 13; ++i) fields >> x;
+      double utime = 0, stime = 0;
+      fields >> utime >> stime;
+      ticks += utime + stime;
+    }
+    return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+};
+
+// One call_return at a time while two busy loops run beside the job on its cores: the
+// destination waits for calls the way a program does (Invoker::wait_until), so it sleeps when
+// idle and must be woken by the caller, not found by a timed back-off. Mean (total time over
+// calls: what a program sees) and median per call;
+// the cores the loops took over the measurement are printed beside them.
+std::pair<double, double> call_return_loaded_rtt_us(Invoker& inv, double seconds) {
+  Runtime& rt = inv.runtime();
+  static std::atomic<int> stop{0};
+  stop = 0;
+  rt.barrier();
+  std::pair<double, double> out{0, 0};
+  if (rt.rank() == 0) {
+    BusyLoops busy(2);
+    ReturnSlot<uint64_t> slot;
+    uint64_t x = 7;
+    std::vector<double> us;
+    // Calls for a while first: the loops and the job settle into the scheduler's shares.
+    for (auto w0 = clk::now(); seconds_since(w0) < 0.3;) {
+      call_return(Thread{1, 0}, [x] { return x + 1; }, slot);
+      x = slot.get();
+    }
+    const double busy0 = busy.cpu_seconds();
+    const auto start = clk::now();
+    while (seconds_since(start) < seconds) {
+      auto t0 = clk::now();
+      call_return(Thread{1, 0}, [x] { return x + 1; }, slot);
+      x = slot.get();
+      us.push_back(seconds_since(t0) * 1e6);
+    }
+    double sum = 0;
+    for (double u : us) sum += u;
+    out = {sum / static_cast<double>(us.size()), median(us)};
+    std::printf("busy loops beside the job: %.2f cores over %.2f s, %zu calls\n",
+                (busy.cpu_seconds() - busy0) / seconds_since(start), seconds_since(start), us.size());
+    call(Thread{1, 0}, [] { stop = 1; });
+  } else if (rt.rank() == 1) {
+    inv.wait_until([] { return stop.load() != 0; });
+  }
+  rt.barrier();
+  return out;
 }
 
 #ifdef LOOM_HAVE_UCX
@@ -259,7 +376,7 @@ void print_table(const std::vector<Row>& rows, bool quick) {
 }
 
 // The targets, each only when its figures were measured (--only leaves some out).
-void report(const std::vector<Row>& rows, const Args& a, double rtt, double pp) {
+void report(const std::vector<Row>& rows, const Args& a, double rtt, double pp, std::pair<double, double> loaded) {
   print_table(rows, a.quick);
   double am8 = value_of(rows, "ucx-am", 8, "calls_per_s"), w8 = value_of(rows, "write", 8, "calls_per_s");
   double trad256 = value_of(rows, "trad", 256, "MB_per_s"), raw4k = value_of(rows, "max-raw", 4096, "MB_per_s");
@@ -274,6 +391,9 @@ void report(const std::vector<Row>& rows, const Args& a, double rtt, double pp) 
     std::printf("trad 256 B / max-raw 4 KiB: %.3f (target >= 0.90): %s\n", trad256 / raw4k, trad256 / raw4k >= 0.9 ? "met" : "MISSED");
   if (rtt > 0 && pp > 0)
     std::printf("call_return / ping-pong: %.2f (target <= 1.5): %s\n", rtt / pp, rtt / pp <= 1.5 ? "met" : "MISSED");
+  if (loaded.first > 0)
+    std::printf("call_return beside two busy loops: mean %.1f us, median %.1f us (target: mean <= 20 us): %s\n",
+                loaded.first, loaded.second, loaded.first <= 20 ? "met" : "MISSED");
   if (!a.csv.empty()) write_csv(a.csv, rows);
 }
 
@@ -300,10 +420,27 @@ int main(int argc, char** argv) {
   const int rounds = a.quick ? 20000 : 100000;
   double rtt = a.want("call_return") ? call_return_rtt_us(inv, rounds) : 0;
   double pp = a.want("pingpong") || a.want("call_return") ? pingpong_rtt_us(rt, rounds) : 0;
+  std::pair<double, double> loaded{0, 0};
+  if (a.want("call_return-loaded")) loaded = call_return_loaded_rtt_us(inv, a.quick ? 0.5 : 2.0);
+  double piped = 0, piped_agg = 0;
+  if (a.want("call_future")) {
+    piped = call_future_rate(inv, 64, false, a.quick ? 0.3 : 1.0);
+    piped_agg = call_future_rate(inv, 64, true, a.quick ? 0.3 : 1.0);
+  }
   if (rt.rank() == 0) {
     rows.push_back({"call_return", 8, "rtt_us", rtt, "us"});
     rows.push_back({"pingpong", 64, "rtt_us", pp, "us"});
-    report(rows, a, rtt, pp);
+    if (piped > 0) {
+      rows.push_back({"call_future-64", 8, "results_per_s", piped, "1/s"});
+      rows.push_back({"call_future-64-trad", 8, "results_per_s", piped_agg, "1/s"});
+      std::printf("call_future, 64 in flight: %.2f M results/s (one at a time: %.2f M/s); through a Trad Aggregator: %.2f M/s\n",
+                  piped / 1e6, rtt > 0 ? 1 / rtt : 0.0, piped_agg / 1e6);
+    }
+    if (loaded.first > 0) {
+      rows.push_back({"call_return-loaded", 8, "rtt_us", loaded.first, "us"});
+      rows.push_back({"call_return-loaded", 8, "rtt_us_median", loaded.second, "us"});
+    }
+    report(rows, a, rtt, pp, loaded);
   }
   return 0;
 }

@@ -39,6 +39,13 @@ class Aggregator {
   bool call_buffer(Thread dest, F f, std::span<const std::byte> buffer, Synchronizer* sync = nullptr) {
     return submit(dest, detail::buffer_spec<N>(f, buffer, sync), detail::transmitted_of<N>(sync));
   }
+  // The result is written back into `slot` on its own once the call ran (Trad: after the
+  // record went out; waiting on the slot flushes this thread's records). invoke/future.hpp has
+  // call_future(agg, dest, f) with a slot of its own.
+  template <Notify N = Notify::Transmitted, typename F>
+  bool call_return(Thread dest, F f, ReturnSlot<std::invoke_result_t<F&>>& slot, Synchronizer* sync = nullptr) {
+    return submit(dest, detail::return_spec<N>(f, slot, sync), detail::transmitted_of<N>(sync));
+  }
 
   bool submit(Thread dest, const FrameSpec& s, Synchronizer* transmitted);
   // Trad: sends every open record. Ovfl: sends exceeding calls as far as the Messengers allow.

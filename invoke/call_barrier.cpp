@@ -46,18 +46,20 @@ void CallBarrier::arrive(const std::source_location& where) {
   if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == threads) {
     arrived_.store(0, std::memory_order_relaxed);
     lead(where);
-    generation_.store(gen + 1, std::memory_order_release);  // pairs with the waiters' acquire
+    generation_.store(gen + 1, std::memory_order_seq_cst);  // pairs with the waiters' acquire
+    inv_.bells().ring_process(inv_.runtime().rank());    // waiters asleep on their doorbells
     return;
   }
-  wait::Backoff b;
+  wait::Backoff b = inv_.idle_backoff();
   uint64_t idle = 0;
-  while (generation_.load(std::memory_order_acquire) == gen) {
+  auto released = [&] { return generation_.load(std::memory_order_acquire) != gen; };
+  while (!released()) {
     if (inv_.progress() > 0) {
       b.reset();
       idle = 0;
       continue;
     }
-    b.pause();
+    inv_.idle(b, released);
     if (++idle == kStallRounds) {
       const int arrived = arrived_.load();
       if (arrived == 0)  // the last thread arrived and leads: the other processes are awaited
@@ -128,6 +130,7 @@ void CallBarrier::exchange(int round, uint64_t epoch, std::vector<Counts>& all, 
   signal::Posted p = tx.post(wr, true);
   if (!p.ok()) fail("invoke: barrier: writing to rank ", to, " failed: ", fabric::to_string(p.result));
   tx.wait(p.tag);  // out_ is reused by the next round
+  inv_.bells().ring_process(to);
   uint8_t* slot = mail_.bytes() + slot_offset(round, parity);
   // Pairs with the partner's WRITE, whose epoch lands after its counts.
   wait_for_flag(from, reinterpret_cast<uint64_t*>(slot + flag_at), epoch);
@@ -142,16 +145,17 @@ void CallBarrier::exchange(int round, uint64_t epoch, std::vector<Counts>& all, 
 
 void CallBarrier::wait_for_flag(int peer, uint64_t* flag, uint64_t want) {
   std::atomic_ref<uint64_t> w(*flag);
-  wait::Backoff b;
+  wait::Backoff b = inv_.idle_backoff();
   uint64_t idle = 0;
-  while (w.load(std::memory_order_acquire) != want) {
+  auto arrived = [&] { return w.load(std::memory_order_acquire) == want; };
+  while (!arrived()) {
     if (!inv_.runtime().provider().peer_alive(peer)) fail("invoke: barrier: rank ", peer, " is gone");
     if (inv_.progress() > 0) {
       b.reset();
       idle = 0;
       continue;
     }
-    b.pause();
+    inv_.idle(b, arrived);
     if (++idle == kStallRounds)
       log::warn("invoke: Invoker::barrier has waited ~5 s for rank ", peer,
                 " (is every worker thread of rank ", peer, " in Invoker::barrier?)");

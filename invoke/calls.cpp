@@ -4,11 +4,10 @@
 
 namespace loom::invoke {
 
-namespace detail {
-thread_local int t_caller = -1;
+int caller_rank() {
+  const RunningCall* c = running_call();
+  return c != nullptr ? c->src_rank : -1;
 }
-
-int caller_rank() { return detail::t_caller; }
 
 // ---------------------------------------------------------------- helpers of the primitives
 

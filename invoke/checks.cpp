@@ -10,6 +10,10 @@
 
 namespace loom::invoke {
 
+namespace detail {
+thread_local const RunningCall* t_running = nullptr;
+}
+
 namespace {
 
 uint64_t digest(const std::vector<std::pair<uint32_t, std::string>>& listing) {
@@ -82,11 +86,10 @@ std::string differences(const std::vector<std::map<uint32_t, std::string>>& all)
   return os.str();
 }
 
-thread_local RunningCall t_running;
-
 size_t describe_running_call(char* buf, size_t cap) {
-  const RunningCall& c = t_running;
-  if (c.entry == nullptr) return 0;
+  const RunningCall* running = detail::t_running;
+  if (running == nullptr || running->entry == nullptr) return 0;
+  const RunningCall& c = *running;
   size_t n = fault::append(buf, 0, cap, "in a remotely called function, ");
   n = fault::append(buf, n, cap, c.entry->display.c_str());
   n = fault::append(buf, n, cap, ", run for rank ");
@@ -113,8 +116,6 @@ void compare_registries(Runtime& rt, BadCalls mode) {
   if (mode == BadCalls::Fail) fail(what, "\n  (LOOM_INVOKE_BAD_CALLS=report: a warning instead)");
   if (rt.rank() == 0) log::warn(what);
 }
-
-RunningCall& running_call() { return t_running; }
 
 void describe_faults_in_calls() { fault::add_describer(&describe_running_call); }
 

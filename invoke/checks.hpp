@@ -17,14 +17,19 @@ namespace loom::invoke {
 // BadCalls::Fail that is an Error (on every process alike), with Report a warning.
 void compare_registries(Runtime& rt, BadCalls mode);
 
-// The function this thread is running for a remote caller, for the fault reporter (set around
-// every call the Inbox runs; thread-local, read in a signal handler).
+// The call this thread is running for a remote caller: for caller_rank(), for the fault
+// reporter (read in a signal handler) and for calls made inside calls. The Inbox points a
+// thread-local pointer at one on its stack around every call it runs (one store and one restore
+// per call: the per-call path of a trad record is a few nanoseconds long).
 struct RunningCall {
   const Entry* entry = nullptr;
   int src_rank = -1;
   int index = -1;  // the destination thread
 };
-RunningCall& running_call();
+namespace detail {
+extern thread_local const RunningCall* t_running;
+}
+inline const RunningCall* running_call() { return detail::t_running; }
 // Adds the describer that names the running call to the fault reporter (dsm/common).
 void describe_faults_in_calls();
 

@@ -10,26 +10,20 @@
 
 namespace loom::invoke {
 
-namespace detail {
-extern thread_local int t_caller;
-}
-
 namespace {
 constexpr size_t kMaxReadBytes = size_t{1} << 30;  // call_buffer (READ form): larger pulls are refused
 
-// The rank whose call runs, for caller_rank(), and the call for the fault reporter; restored
-// after (calls may nest in broadcasts).
+// The call that runs (caller_rank(), the fault reporter, calls made inside it); restored after
+// (calls may nest in broadcasts).
 struct CallScope {
-  int saved_caller;
-  RunningCall saved_call;
-  CallScope(int src_rank, const Entry* e, int index) : saved_caller(detail::t_caller), saved_call(running_call()) {
-    detail::t_caller = src_rank;
-    running_call() = RunningCall{e, src_rank, index};
+  RunningCall call;
+  const RunningCall* saved;
+  CallScope(int src_rank, const Entry* e, int index) : call{e, src_rank, index}, saved(detail::t_running) {
+    detail::t_running = &call;
   }
-  ~CallScope() {
-    detail::t_caller = saved_caller;
-    running_call() = saved_call;
-  }
+  ~CallScope() { detail::t_running = saved; }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
 };
 }  // namespace
 
@@ -235,8 +229,6 @@ void Inbox::run_frame(const uint8_t* f, size_t len, int src_rank, bool nested) {
   if (discard_ != nullptr) [[unlikely]]
     return discard_frame(f);
   Dispatch(*this, f, len, src_rank).run(nested);
-  // After the call, and after any calls it made were counted as sent (the barrier's order).
-  executed_.store(executed_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
 // Teardown: a call that arrived but was never run is named and counted instead of run.
@@ -265,18 +257,24 @@ Unrun Inbox::discard_unrun() {
 void Inbox::run_record(Channel& c, const uint8_t* rec, size_t len) {
   const uint8_t* p = rec + 8;
   const uint8_t* end = rec + len - 8;
+  uint64_t ran = 0;  // counted once per record, after its calls ran
   while (p < end) {
     uint64_t w;
     std::memcpy(&w, p, 8);
     size_t flen = wire::frame_len(w);
     if (flen < wire::kFrameHeader || flen > static_cast<size_t>(end - p)) {
+      count_executed(ran);
       inv_.report("malformed call from rank " + std::to_string(c.src_rank) + ": frame of " + std::to_string(flen) +
                   " bytes in a record with " + std::to_string(end - p) + " bytes left; rest of the record skipped");
       return;
     }
-    if (w != wire::pad_frame_word()) run_frame(p, flen, c.src_rank, false);
+    if (w != wire::pad_frame_word()) {
+      run_frame(p, flen, c.src_rank, false);
+      ++ran;
+    }
     p += flen;
   }
+  count_executed(ran);
 }
 
 bool Inbox::lookup(uint32_t id, const Entry** e) {

@@ -28,12 +28,33 @@ Inbox::~Inbox() {
 
 void Inbox::announce(Announcement a) {
   announced_.push(std::move(a));
-  announced_n_.fetch_add(1, std::memory_order_release);
+  announced_n_.fetch_add(1, std::memory_order_seq_cst);  // before the bell is read (doorbell.hpp)
+  inv_.bells().ring(Thread{inv_.runtime().rank(), index_});
 }
 
 void Inbox::deliver_send(int src_rank, std::vector<std::byte> frame) {
   sends_.push(std::make_pair(src_rank, std::move(frame)));
-  sends_n_.fetch_add(1, std::memory_order_release);
+  sends_n_.fetch_add(1, std::memory_order_seq_cst);
+  inv_.bells().ring(Thread{inv_.runtime().rank(), index_});
+}
+
+// Whether poll() would find something: a call sent or announced, or a record (or a rotation)
+// at a channel's position. Looks only when no other thread polls this inbox (else: yes).
+bool Inbox::has_incoming() {
+  if (announced_n_.load(std::memory_order_acquire) != announced_seen_ ||
+      sends_n_.load(std::memory_order_acquire) != sends_seen_)
+    return true;
+  if (busy_.test_and_set(std::memory_order_acquire)) return true;
+  bool found = false;
+  for (const auto& c : channels_) {
+    if (c->broken) continue;
+    const uint8_t* base = c->ring[c->cur].bytes();
+    if (c->pos + wire::kRecordOverhead <= c->chunk_size && wire::record_stamp_matches(wire::load_word(base + c->pos), c->g)) found = true;
+    if (wire::rotation_offset(wire::load_word(base + wire::kProducerOffset)) == c->g) found = true;
+    if (found) break;
+  }
+  busy_.clear(std::memory_order_release);
+  return found;
 }
 
 void Inbox::take_announcements() {
@@ -75,6 +96,7 @@ int Inbox::poll(int budget) {
     Channel& c = *channels_[i];
     if (!c.broken) n += poll_channel(c, budget);
   }
+  const int by_channels = n;
   if (sends_n_.load(std::memory_order_acquire) != sends_seen_) {
     std::pair<int, std::vector<std::byte>> s;
     while (n < budget && sends_.try_pop(s)) {
@@ -88,9 +110,11 @@ int Inbox::poll(int budget) {
         continue;
       }
       run_frame(f, s.second.size(), s.first, false);
+      count_executed(1);
       ++n;
     }
   }
+  if (n > 0) took_sends_ = n > by_channels;
   return n;
 }
 
@@ -139,6 +163,7 @@ int Inbox::poll_channel(Channel& c, int budget) {
     wr.rkey = c.control_rkey;
     signal::Posted p = inv_.tx(c.src_rank).post(wr);
     if (!p.ok()) inv_.report(std::string("pushing the consumed offset failed: ") + fabric::to_string(p.result));
+    inv_.bells().ring_process(c.src_rank);  // a sender may wait for room
     c.cur = (c.cur + 1) % c.ring.size();
     c.pos = wire::kChunkHeader;
   }
@@ -158,6 +183,7 @@ void Inbox::notify(const wire::NotifyDesc& d) {
   wr.compare_add = ~uint64_t{0};  // -1
   signal::Posted p = inv_.tx(static_cast<int>(d.rank)).post(wr);
   if (!p.ok()) inv_.report(std::string("Synchronizer notification failed: ") + fabric::to_string(p.result));
+  inv_.bells().ring_process(static_cast<int>(d.rank));
 }
 
 void Inbox::write_return(int src_rank, const wire::ReturnDesc& d, const void* value, size_t size) {
@@ -175,6 +201,7 @@ void Inbox::write_return(int src_rank, const wire::ReturnDesc& d, const void* va
       std::memcpy(p, value, size);
       std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p + signal::NotifiedLayout::flag_offset(size)))
           .store(d.stamp, std::memory_order_release);
+      inv_.bells().ring_process(src_rank);
       return;
     }
   }
@@ -185,6 +212,7 @@ void Inbox::write_return(int src_rank, const wire::ReturnDesc& d, const void* va
     wr.local = fabric::Sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(total), 0};
     signal::Posted p = tx.post(wr);
     if (!p.ok()) fail("call_return: writing the result failed: ", fabric::to_string(p.result));
+    inv_.bells().ring_process(src_rank);
     return;
   }
   auto& st = return_staging_.at(static_cast<size_t>(src_rank));
@@ -201,6 +229,7 @@ void Inbox::write_return(int src_rank, const wire::ReturnDesc& d, const void* va
   signal::Posted p = tx.post(wr);
   if (!p.ok()) fail("call_return: writing the result failed: ", fabric::to_string(p.result));
   st->tag(*seg, tx, p.tag);
+  inv_.bells().ring_process(src_rank);
 }
 
 void Inbox::forward_broadcast(const uint8_t* f, size_t len, uint32_t root) {

@@ -45,6 +45,13 @@ class Inbox {
   int index() const { return index_; }
   // Calls run so far (and bad calls skipped), for the barrier's counts.
   uint64_t executed() const { return executed_.load(std::memory_order_acquire); }
+  // After the calls ran, and after any calls they made were counted as sent (the barrier's
+  // order); only the thread polling this inbox (busy_) writes it.
+  void count_executed(uint64_t n) { executed_.store(executed_.load(std::memory_order_relaxed) + n, std::memory_order_release); }
+  // Whether poll() would find something (a doorbell's sleeper looks once more before sleeping).
+  bool has_incoming();
+  // Whether the last poll that ran calls ran send-based ones (the polling thread's own view).
+  bool took_sends_lately() const { return took_sends_; }
   // Teardown: takes every call that arrived but never ran, without running it (by function).
   Unrun discard_unrun();
   // Internal (call_return): writes a result back to the caller.
@@ -87,6 +94,7 @@ class Inbox {
   tbb::concurrent_queue<std::pair<int, std::vector<std::byte>>> sends_;
   std::atomic<uint64_t> sends_n_{0};
   uint64_t sends_seen_ = 0;
+  bool took_sends_ = false;
   memory::RDMAMemory scratch_;  // landing word for notification FETCH_ADDs
   std::unordered_map<uint32_t, Entry> cache_;
   uint32_t last_id_ = 0;

@@ -78,6 +78,10 @@ Invoker::Invoker(Runtime& rt, Config cfg, const std::source_location& where)
     g_current.store(this, std::memory_order_release);
   }
   call_barrier_ = std::make_unique<CallBarrier>(*this);  // collective
+  bells_ = std::make_unique<Doorbells>(*this);           // collective
+  spin_rounds_ = spin_rounds_for(std::chrono::microseconds(20));
+  bells_usable_ = true;
+  for (int r = 0; r < ranks_; ++r) bells_usable_ = bells_usable_ && bells_->reachable(r);
   describe_faults_in_calls();
   compare_registries(rt_, cfg_.bad_calls);  // collective; throws on every process alike
   for (uint32_t i = 0; i < cfg_.helpers; ++i)
@@ -106,6 +110,7 @@ Invoker::~Invoker() {
     g_current.store(nullptr, std::memory_order_release);
   }
   call_barrier_.reset();
+  bells_.reset();
   mesh_.reset();  // collective: waits until nothing is in flight anywhere
   globals_.clear();
   inboxes_.clear();
@@ -119,6 +124,21 @@ Thread Invoker::self() const {
   if (n.thread >= threads_)
     fail("invoke: thread '", n.label, "' is a helper: it is a destination only while it runs calls addressed to a worker thread");
   return Thread{rt_.rank(), n.thread};
+}
+
+// How many cpu_relax() take `d` here (their cost differs tenfold between processors).
+uint32_t Invoker::spin_rounds_for(std::chrono::nanoseconds d) {
+  constexpr int kProbe = 2000;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kProbe; ++i) wait::cpu_relax();
+  const auto per = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / kProbe;
+  return static_cast<uint32_t>(std::clamp(static_cast<double>(d.count()) / std::max(per, 1.0), 64.0, 100000.0));
+}
+
+int Invoker::sleeper_index() const {
+  if (t_running_for >= 0 || !bells_usable_) return -1;
+  const ThreadName& n = this_thread_name();
+  return !n.label.empty() && n.thread < threads_ ? n.thread : -1;
 }
 
 bool Invoker::is_helper() const {

@@ -19,6 +19,7 @@
 #include "loom/dsm/common/backoff.hpp"
 #include "loom/invoke/call_barrier.hpp"
 #include "loom/invoke/config.hpp"
+#include "loom/invoke/doorbell.hpp"
 #include "loom/invoke/frame_spec.hpp"
 #include "loom/invoke/inbox.hpp"
 #include "loom/invoke/messenger.hpp"
@@ -63,18 +64,41 @@ class Invoker {
   // Waits (running this thread's calls) until pred() holds.
   template <typename Pred>
   void wait_until(Pred pred) {
-    wait::Backoff b;
+    wait::Backoff b = idle_backoff();
     uint64_t idle = 0;
     while (!pred()) {
       if (progress() > 0) {
-        b.reset();
+        b = idle_backoff();
         idle = 0;
       } else {
-        b.pause();
+        this->idle(b, pred);
         if (++idle == kStallReport) report_stall();
       }
     }
   }
+  // One round of a wait with nothing to do: spins first; then a worker thread sleeps on its
+  // doorbell until something arrives for it or `ready()` may hold (invoke/doorbell.hpp), others
+  // take the timed back-off.
+  template <typename Ready>
+  void idle(wait::Backoff& b, Ready&& ready) {
+    const int me = sleeper_index();
+    if (me < 0 || !b.should_sleep()) return b.pause();
+    bells_->sleep(me, [&] { return ready() || inboxes_[static_cast<size_t>(me)]->has_incoming(); });
+  }
+  // The back-off of a wait that runs this thread's calls. Where it sleeps on its doorbell it
+  // spins for ~20 us first (a futex wake costs the waker a system call: a receiver keeping up
+  // with a stream of one-sided calls must not make every call pay it) and never yields (a yield
+  // beside a busy process hands it the core for a whole time slice) — unless its calls came by
+  // SEND lately: those need this process's service thread, which a spinning thread keeps from
+  // the core, so it spins briefly and yields as the plain back-off does before it sleeps on its
+  // doorbell. Elsewhere the plain back-off.
+  wait::Backoff idle_backoff() const {
+    const int me = sleeper_index();
+    if (me < 0) return wait::Backoff();
+    if (inboxes_[static_cast<size_t>(me)]->took_sends_lately()) return wait::Backoff(wait::Backoff::kYields);
+    return wait::Backoff(0, spin_rounds_);
+  }
+  Doorbells& bells() { return *bells_; }
   // Collective over every worker thread of every process: returns once every call made anywhere
   // before its callers arrived (and every call those made) has run; runs this thread's calls
   // while it waits (docs/invocation.md, "Barriers"). Flush an Ovfl Aggregator (drain) first.
@@ -111,6 +135,10 @@ class Invoker {
  private:
   [[noreturn]] void check_failed(Thread t) const;
   bool is_helper() const;  // a helper thread, not running calls just now
+  // This thread's index if it is a worker thread whose doorbell can be rung here (-1 otherwise:
+  // helpers, the service thread, other threads, bells out of the peers' reach).
+  int sleeper_index() const;
+  static uint32_t spin_rounds_for(std::chrono::nanoseconds d);
   MessengerGlobal& messengers_slow();
   struct TlsGlobal {
     uint64_t serial;
@@ -131,6 +159,7 @@ class Invoker {
   uint64_t serial_;
   std::unique_ptr<Mesh> mesh_;
   std::unique_ptr<CallBarrier> call_barrier_;
+  std::unique_ptr<Doorbells> bells_;
   std::vector<std::unique_ptr<Inbox>> inboxes_;
   std::mutex globals_mu_;
   std::vector<std::unique_ptr<MessengerGlobal>> globals_;
@@ -145,6 +174,8 @@ class Invoker {
   std::string last_error_;
   uint32_t chunks_fn_ = 0;
   uint32_t send_fn_ = 0;
+  bool bells_usable_ = false;  // every process's doorbells can be rung from here (shm)
+  uint32_t spin_rounds_ = wait::Backoff::kSpins;  // cpu_relax rounds in ~20 us, measured at start
 };
 
 inline Messenger& MessengerGlobal::to(Thread dest) {

@@ -197,6 +197,7 @@ void Messenger::flush() {
   pos_ += len;
   g_ += len;
   ++records_;
+  inv_.bells().ring(dest_);  // after the record is published: a receiver asleep wakes to it
   for (Synchronizer* s : batch_syncs_) s->transmitted();
   batch_syncs_.clear();
 }
@@ -217,17 +218,18 @@ bool Messenger::call_slow(const FrameSpec& f, OnFull on_full, size_t flush_at, S
     // A call made inside a call this thread runs cannot wait for room: this thread's own inbox
     // is busy with that call, so two processes calling back into full rings would wait for each
     // other forever. It queues instead (RetryAsync; still FIFO behind this channel's calls).
-    if (on_full == OnFull::RetryAsync || running_call().entry != nullptr) return enqueue_async(f, n, transmitted);
+    if (on_full == OnFull::RetryAsync || running_call() != nullptr) return enqueue_async(f, n, transmitted);
     {
       std::lock_guard<std::mutex> g(mu_);
       blocked_ = true;
     }
-    wait::Backoff b;
+    wait::Backoff b = inv_.idle_backoff();
     // Run our own incoming calls while we wait, so that two threads filling each other's rings
-    // both progress; calls they make to this destination meanwhile queue behind ours.
+    // both progress; calls they make to this destination meanwhile queue behind ours. The
+    // receiver rings this thread's doorbell when it pushes its consumed offset.
     while ((p = reserve(n, flush_at)) == nullptr) {
       if (inv_.progress() > 0) b.reset();
-      else b.pause();
+      else inv_.idle(b, [] { return false; });
     }
     std::lock_guard<std::mutex> g(mu_);
     blocked_ = false;
@@ -253,6 +255,7 @@ bool Messenger::send_record(const memory::RDMAMemory& rec, size_t len) {
   pos_ += len;
   g_ += len;
   ++records_;
+  inv_.bells().ring(dest_);
   return true;
 }
 

@@ -11,6 +11,7 @@
 
 #include "loom/invoke/aggregator.hpp"
 #include "loom/invoke/calls.hpp"
+#include "loom/invoke/future.hpp"
 #include "tests/mp_test.hpp"
 
 using namespace loom;
@@ -503,6 +504,51 @@ TEST(Invoke, BarrierRunsEveryCallMadeBeforeItAndTheCallsTheyMake) {
       EXPECT_EQ(g_nested[static_cast<size_t>(me)]->load(), want) << "round " << round;
       inv.barrier();  // nobody starts the next round before every thread checked this one
     }
+  });
+  EXPECT_EQ(inv.bad_calls(), 0u);
+}
+
+// Futures: many call_returns in flight from every thread, through the Messenger and through an
+// Aggregator, collected as they come (wait_any) and all together (wait_all).
+TEST(Invoke, FuturesKeepManyResultsInFlight) {
+  Invoker inv(rt(), small_rings(8));
+  const int total = inv.total_threads();
+  on_threads([&](int me) {
+    const int my_gid = inv.gid(Thread{rt().rank(), me});
+    constexpr int kPer = 200;
+    std::vector<Future<uint64_t>> fs;
+    Aggregator agg;
+    for (int k = 0; k < kPer; ++k)
+      for (int g = 0; g < total; ++g) {
+        const uint64_t x = static_cast<uint64_t>(my_gid) * 1000000 + static_cast<uint64_t>(k) * 100 + static_cast<uint64_t>(g);
+        auto f = [x] { return x * 3 + static_cast<uint64_t>(Invoker::current().self().index); };
+        if (k % 2 == 0) fs.push_back(call_future(inv.thread_of(g), f));
+        else fs.push_back(call_future(agg, inv.thread_of(g), f));
+      }
+    // Some as they come: each index once, and its value right.
+    std::vector<bool> taken(fs.size(), false);
+    for (int n = 0; n < 50; ++n) {
+      size_t i = wait_any(std::span(fs));
+      ASSERT_LT(i, fs.size());
+      ASSERT_FALSE(taken[i]);
+      taken[i] = true;
+      const int g = static_cast<int>(i % static_cast<size_t>(total));
+      const uint64_t k = i / static_cast<size_t>(total);
+      const uint64_t x = static_cast<uint64_t>(my_gid) * 1000000 + k * 100 + static_cast<uint64_t>(g);
+      EXPECT_EQ(fs[i].get(), x * 3 + static_cast<uint64_t>(inv.thread_of(g).index));
+      EXPECT_FALSE(fs[i].valid());
+    }
+    wait_all(std::span(fs));
+    for (size_t i = 0; i < fs.size(); ++i) {
+      if (taken[i]) continue;
+      ASSERT_TRUE(fs[i].ready()) << i;
+      const int g = static_cast<int>(i % static_cast<size_t>(total));
+      const uint64_t k = i / static_cast<size_t>(total);
+      const uint64_t x = static_cast<uint64_t>(my_gid) * 1000000 + k * 100 + static_cast<uint64_t>(g);
+      EXPECT_EQ(fs[i].get(), x * 3 + static_cast<uint64_t>(inv.thread_of(g).index));
+    }
+    EXPECT_THROW(fs[0].get(), Error);  // taken already
+    inv.barrier();  // every thread's futures are in before any Invoker goes
   });
   EXPECT_EQ(inv.bad_calls(), 0u);
 }

@@ -44,31 +44,35 @@ class Backoff {
   // Waits for a peer that is working now (a lock holder inside its critical section) yield for
   // longer before sleeping: a timed sleep would add its whole length to every hand-off.
   explicit Backoff(uint32_t yields) : yields_(yields) {}
+  // A waiter that sleeps on a futex its producer wakes spins longer and never yields (a yield
+  // beside a busy process hands it the core for a whole time slice).
+  Backoff(uint32_t yields, uint32_t spins) : spins_(spins), yields_(yields) {}
 
   void pause() {
-    if (n_ < kSpins) {
+    if (n_ < spins_) {
       cpu_relax();
-    } else if (n_ < kSpins + yields_) {
+    } else if (n_ < spins_ + yields_) {
       std::this_thread::yield();
     } else {
       // Timed sleeps grow from 20 us to 1 ms: short enough that a flag written by a peer is
       // seen promptly, long enough that an idle waiter costs nothing.
-      uint32_t k = n_ - kSpins - yields_;
+      uint32_t k = n_ - spins_ - yields_;
       auto us = std::chrono::microseconds(k < 6 ? (20u << k) : 1000u);
       std::this_thread::sleep_for(us);
     }
     ++n_;
   }
   // True once spinning and yielding are over: a waiter with a futex should sleep on it now.
-  bool should_sleep() const { return n_ >= kSpins + yields_; }
+  bool should_sleep() const { return n_ >= spins_ + yields_; }
   void spin_or_yield() {
-    if (n_ < kSpins) cpu_relax(); else std::this_thread::yield();
+    if (n_ < spins_) cpu_relax(); else std::this_thread::yield();
     ++n_;
   }
   void reset() { n_ = 0; }
 
  private:
   uint32_t n_ = 0;
+  uint32_t spins_ = kSpins;
   uint32_t yields_ = kYields;
 };
 

@@ -4,5 +4,6 @@
 #include "loom/dsm.hpp"
 #include "loom/invoke/aggregator.hpp"
 #include "loom/invoke/calls.hpp"
+#include "loom/invoke/future.hpp"
 #include "loom/invoke/invoker.hpp"
 #include "loom/invoke/synchronizer.hpp"
