@@ -113,6 +113,50 @@ double run_raw(Invoker& inv, size_t size, uint64_t count) {
   return rate;
 }
 
+// ring: the floor of moving messages from one core to another through shared memory, which
+// every shm transport (Loom's Messengers, UCX's) pays at least — rank 0 writes `size`-byte slots
+// of a ring in rank 1's memory (the payload, then a sequence word stored last with release),
+// rank 1 waits for each, copies its payload out and counts it, and hands slots back every 64.
+// Nothing is serialized or dispatched. Where the provider does not map peers' memory: 0.
+double run_ring(Invoker& inv, size_t size, uint64_t count) {
+  Runtime& rt = inv.runtime();
+  constexpr size_t kRing = size_t{1} << 20;
+  const size_t slots = kRing / size;
+  memory::RDMAMemory mem = rt.allocator().allocate_chunk(kRing + 64);  // the ring, then the consumed count
+  std::memset(mem.addr, 0, kRing + 64);
+  RemoteMemoryLocator mine{rt.rank(), 0, mem.address(), mem.size, mem.rkey};
+  const RemoteMemoryLocator at1 = rt.bootstrap().allgather_value(mine)[1];
+  uint8_t* ring = rt.rank() == 0 ? inv.tx(1).qp().remote_pointer(at1.addr, at1.rkey, kRing + 64, fabric::kRemoteWrite)
+                                 : mem.bytes();
+  const bool mapped = rt.bootstrap().allgather_value(static_cast<uint8_t>(ring != nullptr))[0] != 0;
+  double rate = 0;
+  rt.barrier();
+  if (mapped) {
+    std::atomic_ref<uint64_t> consumed(*reinterpret_cast<uint64_t*>(ring + kRing));
+    auto seq_of = [&](size_t slot) { return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(ring + slot * size + size - 8)); };
+    std::vector<uint8_t> payload(size, 1);
+    auto t0 = clk::now();
+    for (uint64_t i = 0; i < count; ++i) {
+      const size_t slot = i % slots;
+      if (rt.rank() == 0) {
+        while (i >= consumed.load(std::memory_order_acquire) + slots) wait::cpu_relax();
+        std::memcpy(ring + slot * size, payload.data(), size - 8);
+        seq_of(slot).store(i + 1, std::memory_order_release);
+      } else if (rt.rank() == 1) {
+        while (seq_of(slot).load(std::memory_order_acquire) != i + 1) wait::cpu_relax();
+        std::memcpy(payload.data(), ring + slot * size, size - 8);
+        g_calls.fetch_add(payload[0], std::memory_order_relaxed);
+        if ((i + 1) % 64 == 0 || i + 1 == count) consumed.store(i + 1, std::memory_order_release);
+      }
+    }
+    if (rt.rank() == 1) rate = static_cast<double>(count) / seconds_since(t0);
+  }
+  rate = rt.bootstrap().allgather_value(rate)[1];  // rank 1 saw the last message: its time is the ring's
+  rt.barrier();
+  rt.allocator().free_chunk(mem);
+  return rate;
+}
+
 double call_return_rtt_us(Invoker& inv, int rounds) {
   Runtime& rt = inv.runtime();
   static std::atomic<int> stop{0};
@@ -346,6 +390,9 @@ void measure_size(Runtime& rt, Invoker& inv, const Args& a, std::vector<Row>& ro
   if (a.want("trad")) cases.push_back({"trad", N, [&] { return run_calls<N>(inv, Variant::Trad, n); }});
   if (a.want("ovfl")) cases.push_back({"ovfl", N, [&] { return run_calls<N>(inv, Variant::Ovfl, n); }});
   if (a.want("max-raw")) cases.push_back({"max-raw", N, [&] { return run_raw(inv, N, n); }});
+  // The floor of the write and trad targets: one message a cache line, and 4 KiB records.
+  if (N == 8 && a.want("ring")) cases.push_back({"ring", 64, [&] { return run_ring(inv, 64, n); }});
+  if (N == 256 && a.want("ring")) cases.push_back({"ring", 4096, [&] { return run_ring(inv, 4096, n / 8); }});
   // The denominator of the trad 256 B target runs in the same rounds as trad 256 B.
   if (N == 256 && a.want("max-raw")) cases.push_back({"max-raw", 4096, [&] { return run_raw(inv, 4096, n / 8); }});
 #ifdef LOOM_HAVE_UCX
@@ -381,6 +428,9 @@ void report(const std::vector<Row>& rows, const Args& a, double rtt, double pp, 
   double am8 = value_of(rows, "ucx-am", 8, "calls_per_s"), w8 = value_of(rows, "write", 8, "calls_per_s");
   double trad256 = value_of(rows, "trad", 256, "MB_per_s"), raw4k = value_of(rows, "max-raw", 4096, "MB_per_s");
   std::printf("max-raw 4 KiB WRITEs: %.1f MB/s\n", raw4k);
+  const double ring64 = value_of(rows, "ring", 64, "calls_per_s"), ring4k = value_of(rows, "ring", 4096, "MB_per_s");
+  if (ring64 > 0)
+    std::printf("ring (the cross-core floor): %.0f messages/s of one cache line, %.1f MB/s in 4 KiB records\n", ring64, ring4k);
   std::printf("call_return 8 B round trip: %.3f us; cache-line ping-pong: %.3f us\n", rtt, pp);
   std::printf("load average: %.2f\n", load_average());
   if (am8 > 0 && w8 > 0) std::printf("write/ucx-am at 8 B: %.2f (target >= 2.0): %s\n", w8 / am8, w8 / am8 >= 2.0 ? "met" : "MISSED");
@@ -391,6 +441,11 @@ void report(const std::vector<Row>& rows, const Args& a, double rtt, double pp, 
     std::printf("trad 256 B / max-raw 4 KiB: %.3f (target >= 0.90): %s\n", trad256 / raw4k, trad256 / raw4k >= 0.9 ? "met" : "MISSED");
   if (rtt > 0 && pp > 0)
     std::printf("call_return / ping-pong: %.2f (target <= 1.5): %s\n", rtt / pp, rtt / pp <= 1.5 ? "met" : "MISSED");
+  // Against the floor every shm transport pays (bench/README.md: why the ratios to UCX and to
+  // max-raw move with the machine while these do not).
+  if (ring64 > 0 && w8 > 0)
+    std::printf("write 8 B / ring: %.2f; ucx-am 8 B / ring: %.2f; trad 256 B / ring 4 KiB: %.2f\n", w8 / ring64,
+                am8 / ring64, ring4k > 0 ? trad256 / ring4k : 0.0);
   if (loaded.first > 0)
     std::printf("call_return beside two busy loops: mean %.1f us, median %.1f us (target: mean <= 20 us): %s\n",
                 loaded.first, loaded.second, loaded.first <= 20 ? "met" : "MISSED");

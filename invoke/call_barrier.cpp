@@ -5,13 +5,12 @@
 
 #include "loom/dsm/common/backoff.hpp"
 #include "loom/dsm/common/log.hpp"
+#include "loom/dsm/common/stall.hpp"
 #include "loom/invoke/invoker.hpp"
 
 namespace loom::invoke {
 
 namespace {
-constexpr uint64_t kStallRounds = 5000;  // idle waits (~5 s of 1 ms sleeps) before a stall report
-
 size_t pad8(size_t n) { return (n + 7) & ~size_t{7}; }
 }  // namespace
 
@@ -51,23 +50,23 @@ void CallBarrier::arrive(const std::source_location& where) {
     return;
   }
   wait::Backoff b = inv_.idle_backoff();
-  uint64_t idle = 0;
+  wait::StallWatch stall;
   auto released = [&] { return generation_.load(std::memory_order_acquire) != gen; };
   while (!released()) {
     if (inv_.progress() > 0) {
-      b.reset();
-      idle = 0;
+      b = inv_.idle_backoff();
+      stall.reset();
       continue;
     }
     inv_.idle(b, released);
-    if (++idle == kStallRounds) {
+    stall.check([&] {
       const int arrived = arrived_.load();
       if (arrived == 0)  // the last thread arrived and leads: the other processes are awaited
-        log::warn("invoke: Invoker::barrier has waited ~5 s for the other processes");
-      else
-        log::warn("invoke: Invoker::barrier has waited ~5 s for this process's other worker threads: ", arrived,
-                  " of ", threads, " arrived (every worker thread, loomrun --threads ", threads, ", must call it)");
-    }
+        return std::string("invoke: Invoker::barrier waits for the other processes");
+      return "invoke: Invoker::barrier waits for this process's other worker threads: " + std::to_string(arrived) +
+             " of " + std::to_string(threads) + " arrived (every worker thread, loomrun --threads " +
+             std::to_string(threads) + ", calls it)";
+    });
   }
 }
 
@@ -146,19 +145,20 @@ void CallBarrier::exchange(int round, uint64_t epoch, std::vector<Counts>& all, 
 void CallBarrier::wait_for_flag(int peer, uint64_t* flag, uint64_t want) {
   std::atomic_ref<uint64_t> w(*flag);
   wait::Backoff b = inv_.idle_backoff();
-  uint64_t idle = 0;
+  wait::StallWatch stall;
   auto arrived = [&] { return w.load(std::memory_order_acquire) == want; };
   while (!arrived()) {
     if (!inv_.runtime().provider().peer_alive(peer)) fail("invoke: barrier: rank ", peer, " is gone");
     if (inv_.progress() > 0) {
-      b.reset();
-      idle = 0;
+      b = inv_.idle_backoff();
+      stall.reset();
       continue;
     }
     inv_.idle(b, arrived);
-    if (++idle == kStallRounds)
-      log::warn("invoke: Invoker::barrier has waited ~5 s for rank ", peer,
-                " (is every worker thread of rank ", peer, " in Invoker::barrier?)");
+    stall.check([&] {
+      return "invoke: Invoker::barrier waits for rank " + std::to_string(peer) + " (is every worker thread of rank " +
+             std::to_string(peer) + " in Invoker::barrier?)";
+    });
   }
 }
 

@@ -41,12 +41,11 @@ void Inbox::deliver_send(int src_rank, std::vector<std::byte> frame) {
 // Whether poll() would find something: a call sent or announced, or a record (or a rotation)
 // at a channel's position. Looks only when no other thread polls this inbox (else: yes).
 bool Inbox::has_incoming() {
-  if (announced_n_.load(std::memory_order_acquire) != announced_seen_ ||
-      sends_n_.load(std::memory_order_acquire) != sends_seen_)
-    return true;
   if (busy_.test_and_set(std::memory_order_acquire)) return true;
-  bool found = false;
+  bool found = announced_n_.load(std::memory_order_acquire) != announced_seen_ ||
+               sends_n_.load(std::memory_order_acquire) != sends_seen_;
   for (const auto& c : channels_) {
+    if (found) break;
     if (c->broken) continue;
     const uint8_t* base = c->ring[c->cur].bytes();
     if (c->pos + wire::kRecordOverhead <= c->chunk_size && wire::record_stamp_matches(wire::load_word(base + c->pos), c->g)) found = true;
@@ -114,7 +113,7 @@ int Inbox::poll(int budget) {
       ++n;
     }
   }
-  if (n > 0) took_sends_ = n > by_channels;
+  if (n > 0) took_sends_.store(n > by_channels, std::memory_order_relaxed);
   return n;
 }
 
@@ -198,9 +197,7 @@ void Inbox::write_return(int src_rank, const wire::ReturnDesc& d, const void* va
   if (inv_.config().direct) {
     if (uint8_t* p = tx.qp().remote_pointer(d.addr, d.rkey, total, fabric::kRemoteWrite)) {
       // The caller's slot is mapped here: the value, then the stamp with release.
-      std::memcpy(p, value, size);
-      std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p + signal::NotifiedLayout::flag_offset(size)))
-          .store(d.stamp, std::memory_order_release);
+      signal::store_notified(p, size, value, size, d.stamp);
       inv_.bells().ring_process(src_rank);
       return;
     }

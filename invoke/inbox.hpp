@@ -51,7 +51,7 @@ class Inbox {
   // Whether poll() would find something (a doorbell's sleeper looks once more before sleeping).
   bool has_incoming();
   // Whether the last poll that ran calls ran send-based ones (the polling thread's own view).
-  bool took_sends_lately() const { return took_sends_; }
+  bool took_sends_lately() const { return took_sends_.load(std::memory_order_relaxed); }
   // Teardown: takes every call that arrived but never ran, without running it (by function).
   Unrun discard_unrun();
   // Internal (call_return): writes a result back to the caller.
@@ -94,7 +94,7 @@ class Inbox {
   tbb::concurrent_queue<std::pair<int, std::vector<std::byte>>> sends_;
   std::atomic<uint64_t> sends_n_{0};
   uint64_t sends_seen_ = 0;
-  bool took_sends_ = false;
+  std::atomic<bool> took_sends_{false};  // written by whichever thread polls (a helper too)
   memory::RDMAMemory scratch_;  // landing word for notification FETCH_ADDs
   std::unordered_map<uint32_t, Entry> cache_;
   uint32_t last_id_ = 0;

@@ -67,9 +67,22 @@ Invoker::Invoker(Runtime& rt, Config cfg, const std::source_location& where)
   caps.max_send_wr = cfg_.send_queue_depth;
   caps.max_recv_wr = 4;
   caps.max_inline = Invoker::kInlineLimit;
-  mesh_ = rt_.make_mesh(caps);
-  for (int i = 0; i < threads_; ++i) inboxes_.push_back(std::make_unique<Inbox>(*this, i));
-
+  try {
+    mesh_ = rt_.make_mesh(caps);
+    for (int i = 0; i < threads_; ++i) inboxes_.push_back(std::make_unique<Inbox>(*this, i));
+    call_barrier_ = std::make_unique<CallBarrier>(*this);  // collective
+    bells_ = std::make_unique<Doorbells>(*this);           // collective
+    compare_registries(rt_, cfg_.bad_calls);               // collective; throws on every process alike
+  } catch (...) {
+    g_exists.store(false, std::memory_order_release);
+    throw;
+  }
+  spin_rounds_ = spin_rounds_for(std::chrono::microseconds(20));
+  bells_usable_ = true;
+  for (int r = 0; r < ranks_; ++r) bells_usable_ = bells_usable_ && bells_->reachable(r);
+  describe_faults_in_calls();
+  // Published once whole: the service thread's handlers find it (and everything above) through
+  // g_current, the only ordering a thread of this process has with the peers' first requests.
   chunks_fn_ = runtime::Service::id_of("loom.invoke.chunks");
   send_fn_ = runtime::Service::id_of("loom.invoke.send");
   register_service_handlers(rt_.service());
@@ -77,13 +90,6 @@ Invoker::Invoker(Runtime& rt, Config cfg, const std::source_location& where)
     std::unique_lock<std::shared_mutex> g(g_life);
     g_current.store(this, std::memory_order_release);
   }
-  call_barrier_ = std::make_unique<CallBarrier>(*this);  // collective
-  bells_ = std::make_unique<Doorbells>(*this);           // collective
-  spin_rounds_ = spin_rounds_for(std::chrono::microseconds(20));
-  bells_usable_ = true;
-  for (int r = 0; r < ranks_; ++r) bells_usable_ = bells_usable_ && bells_->reachable(r);
-  describe_faults_in_calls();
-  compare_registries(rt_, cfg_.bad_calls);  // collective; throws on every process alike
   for (uint32_t i = 0; i < cfg_.helpers; ++i)
     helpers_.push_back(rt_.spawn_at(threads_ + static_cast<int>(i), "invoke-helper-" + std::to_string(i), [this, i] { helper_loop(static_cast<int>(i)); }));
   rt_.bootstrap().barrier();
@@ -208,7 +214,10 @@ int Invoker::poll(int index) {
 int Invoker::progress() {
   MessengerGlobal& m = messengers();
   m.flush();
-  if (async_n_.load(std::memory_order_acquire) != 0 && cfg_.helpers == 0) drain_async_all();
+  // This thread's own queued calls only: another thread's Messengers are its owner's (and the
+  // helpers'), and draining them here raced with their owner's open records (ThreadSanitizer,
+  // Invoke.BarrierRuns... at np 4, once calls made inside calls queued).
+  if (m.maybe_async()) m.drain_async();
   const ThreadName& n = this_thread_name();
   if (!n.label.empty() && n.thread < threads_) return inboxes_[static_cast<size_t>(n.thread)]->poll();
   return 0;
@@ -258,13 +267,13 @@ void Invoker::helper_loop(int) {
   }
 }
 
+// This thread's channels (another thread's Messengers are its own to read), and the inboxes
+// nobody is polling just now.
 std::string Invoker::describe() {
   std::string out;
   char line[256];
   {
-    std::lock_guard<std::mutex> g(globals_mu_);
-    for (auto& mg : globals_)
-      for (auto& m : mg->all()) {
+    for (auto& m : messengers().all()) {
         if (!m) continue;
         std::snprintf(line, sizeof line,
                       "messenger -> %d/%d: chunks %zu cur %zu pos %zu offset %llu consumed %llu open %d async %d records %llu\n",
@@ -272,9 +281,13 @@ std::string Invoker::describe() {
                       static_cast<unsigned long long>(m->g_), static_cast<unsigned long long>(m->consumed()), m->open_ ? 1 : 0,
                       m->async_pending() ? 1 : 0, static_cast<unsigned long long>(m->records_));
         out += line;
-      }
+    }
   }
-  for (auto& in : inboxes_)
+  for (auto& in : inboxes_) {
+    if (in->busy_.test_and_set(std::memory_order_acquire)) {
+      out += "inbox " + std::to_string(in->index_) + ": being polled by another thread\n";
+      continue;
+    }
     for (auto& c : in->channels_) {
       const uint8_t* base = c->ring[c->cur].bytes();
       uint64_t at = c->pos + 8 <= c->chunk_size ? wire::load_word(base + c->pos) : 0;
@@ -288,11 +301,13 @@ std::string Invoker::describe() {
                     static_cast<unsigned long long>(wire::rotation_offset(rot)), wire::rotation_inserted(rot));
       out += line;
     }
+    in->busy_.clear(std::memory_order_release);
+  }
   return out;
 }
 
-void Invoker::report_stall() {
-  log::warn("invoke: a wait has made no progress for a long time; channel state:\n", describe());
+std::string Invoker::stall_report() {
+  return "invoke: a wait has made no progress for a long time; this thread's channels:\n" + describe();
 }
 
 std::string Invoker::last_error() const {

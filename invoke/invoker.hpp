@@ -17,6 +17,7 @@
 #include "loom/dsm/common/error.hpp"
 #include "loom/dsm/runtime/runtime.hpp"
 #include "loom/dsm/common/backoff.hpp"
+#include "loom/dsm/common/stall.hpp"
 #include "loom/invoke/call_barrier.hpp"
 #include "loom/invoke/config.hpp"
 #include "loom/invoke/doorbell.hpp"
@@ -65,14 +66,14 @@ class Invoker {
   template <typename Pred>
   void wait_until(Pred pred) {
     wait::Backoff b = idle_backoff();
-    uint64_t idle = 0;
+    wait::StallWatch stall;
     while (!pred()) {
       if (progress() > 0) {
         b = idle_backoff();
-        idle = 0;
+        stall.reset();
       } else {
         this->idle(b, pred);
-        if (++idle == kStallReport) report_stall();
+        stall.check([this] { return stall_report(); });
       }
     }
   }
@@ -145,8 +146,7 @@ class Invoker {
     MessengerGlobal* global;
   };
   static inline thread_local TlsGlobal t_global_{0, nullptr};
-  static constexpr uint64_t kStallReport = 5000;  // idle rounds (~5 s of 1 ms sleeps)
-  void report_stall();
+  std::string stall_report();
   void helper_loop(int which);
   void flush_everything();
   void report_unrun();

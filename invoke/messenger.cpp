@@ -11,11 +11,11 @@
 
 namespace loom::invoke {
 
-Messenger::Messenger(Invoker& inv, Thread dest, uint64_t serial, std::atomic<uint64_t>* sent)
+Messenger::Messenger(Invoker& inv, Thread dest, uint64_t serial, MessengerGlobal* owner)
     : inv_(inv),
       dest_(dest),
       serial_(serial),
-      sent_(sent),
+      owner_(owner),
       tx_(inv.tx(dest.rank)),
       chunk_size_(inv.config().chunk_size),
       staging_(inv.runtime().allocator(), std::max<size_t>(size_t{64} << 10, inv.config().chunk_size), 1, 64) {

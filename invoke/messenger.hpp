@@ -19,6 +19,7 @@
 
 namespace loom::invoke {
 class Invoker;
+class MessengerGlobal;
 }
 
 namespace loom::invoke {
@@ -28,8 +29,9 @@ namespace loom::invoke {
 // its lock and only while the owner is not blocked in it.
 class Messenger {
  public:
-  // `sent` counts the calls this Messenger accepts (its owner thread's count, for the barrier).
-  Messenger(Invoker& inv, Thread dest, uint64_t serial, std::atomic<uint64_t>* sent);
+  // `owner` is the MessengerGlobal of the thread that owns it (its sent count, for the barrier;
+  // its note of queued calls).
+  Messenger(Invoker& inv, Thread dest, uint64_t serial, MessengerGlobal* owner);
   ~Messenger();
   Messenger(const Messenger&) = delete;
   Messenger& operator=(const Messenger&) = delete;
@@ -56,9 +58,7 @@ class Messenger {
   }
   // Calls made through this channel (or another path of its owner thread: the Aggregator's kept
   // calls when they go out). Only the owner thread writes it.
-  void count_sent(int64_t d) {
-    sent_->store(sent_->load(std::memory_order_relaxed) + static_cast<uint64_t>(d), std::memory_order_release);
-  }
+  inline void count_sent(int64_t d);
   // Sends the open record, if any.
   void flush();
   bool has_open_record() const { return open_; }
@@ -101,7 +101,7 @@ class Messenger {
   Invoker& inv_;
   Thread dest_;
   uint64_t serial_;
-  std::atomic<uint64_t>* sent_;
+  MessengerGlobal* owner_;
   signal::Transmitter& tx_;
   size_t chunk_size_;
   std::vector<Slot> ring_;
@@ -149,6 +149,10 @@ class MessengerGlobal {
   // No open record and nothing queued: everything this thread called has been handed to the fabric.
   bool quiet() const;
   std::vector<std::unique_ptr<Messenger>>& all() { return messengers_; }
+  // Some Messenger of this thread queued calls (RetryAsync) that may not have gone out yet; set
+  // by this thread, cleared by its drain_async() once none are left.
+  bool maybe_async() const { return maybe_async_; }
+  void note_async() { maybe_async_ = true; }
   // Calls this thread made (through any of its Messengers, or send-based); only this thread
   // writes it.
   uint64_t sent() const { return sent_.load(std::memory_order_acquire); }
@@ -159,8 +163,11 @@ class MessengerGlobal {
  private:
   Invoker& inv_;
   std::atomic<uint64_t> sent_{0};
+  bool maybe_async_ = false;
   Messenger& create(Thread dest);
   std::vector<std::unique_ptr<Messenger>> messengers_;  // by global thread id
 };
+
+inline void Messenger::count_sent(int64_t d) { owner_->count_sent(d); }
 
 }  // namespace loom::invoke

@@ -21,7 +21,8 @@ bool Messenger::enqueue_async(const FrameSpec& f, size_t n, Synchronizer* transm
     async_.push_back(Queued{rec, len, transmitted});
     async_pending_.store(true, std::memory_order_release);
   }
-  inv_.note_async(this);
+  inv_.note_async(this);  // for the helpers
+  owner_->note_async();   // for the owner's own progress
   return true;
 }
 
@@ -52,7 +53,7 @@ Messenger& MessengerGlobal::create(Thread dest) {
   size_t g = static_cast<size_t>(inv_.gid(dest));
   if (messengers_.size() <= g) messengers_.resize(static_cast<size_t>(inv_.total_threads()));
   auto& m = messengers_[g];
-  if (!m) m = std::make_unique<Messenger>(inv_, dest, inv_.next_messenger_serial(), &sent_);
+  if (!m) m = std::make_unique<Messenger>(inv_, dest, inv_.next_messenger_serial(), this);
   return *m;
 }
 
@@ -65,6 +66,7 @@ bool MessengerGlobal::drain_async() {
   bool all = true;
   for (auto& m : messengers_)
     if (m && m->async_pending()) all = m->drain_async() && all;
+  if (all) maybe_async_ = false;
   return all;
 }
 

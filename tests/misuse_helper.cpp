@@ -30,9 +30,6 @@ namespace {
 
 void only_on_one(int, std::span<const std::byte>) {}
 
-// A page at the same address can exist in rank 0 only: mapped there, never in rank 1.
-constexpr uintptr_t kPrivatePage = 0x6f0000000000;
-
 int registry(Runtime& rt) {
   if (rt.rank() == 1) register_function("misuse.only_on_one", &only_on_one);
   Invoker inv(rt);  // fails on every process, naming the function
@@ -60,10 +57,20 @@ int unpolled(Runtime& rt) {
 int fault(Runtime& rt) {
   Invoker inv(rt);
   std::atomic<bool> never{false};
-  if (rt.rank() == 0) {
-    void* p = mmap(reinterpret_cast<void*>(kPrivatePage), 4096, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  // An address rank 1 does not map (it mapped a page there and let it go; the kernel chose it,
+  // so it is one any sanitizer's memory layout allows), where rank 0 maps a page of its own.
+  uint64_t hole = 0;
+  if (rt.rank() == 1) {
+    void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return 20;
+    munmap(p, 4096);
+    hole = reinterpret_cast<uint64_t>(p);
+  }
+  hole = rt.bootstrap().allgather_value(hole)[1];
+  if (rt.rank() == 0) {
+    void* p = mmap(reinterpret_cast<void*>(hole), 4096, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED) return 21;
     auto* mine = static_cast<uint64_t*>(p);
     *mine = 42;
     call(Thread{1, 0}, [mine] { std::printf("read %llu\n", static_cast<unsigned long long>(*mine)); });

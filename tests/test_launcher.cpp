@@ -409,9 +409,11 @@ TEST_F(Misuse, CallsNeverRunAreAnErrorAtTeardown) {
 
 TEST_F(Misuse, AFaultInARemotelyCalledFunctionNamesTheCall) {
   auto r = misuse("fault");
-  EXPECT_EQ(r.status, 128 + SIGSEGV) << r.output;
-  EXPECT_NE(r.output.find("[1] loom: SIGSEGV at address 0x6f0000000000 in a remotely called function, "
-                          "loom::invoke::detail::CallEntry<(anonymous namespace)::fault"), std::string::npos) << r.output;
+  EXPECT_NE(r.status, 0) << r.output;  // 128 + SIGSEGV, or a sanitizer's own status after its report
+  EXPECT_NE(r.status, 124) << "timed out: " << r.output;
+  EXPECT_NE(r.output.find("[1] loom: SIGSEGV at address 0x"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" in a remotely called function, loom::invoke::detail::CallEntry<(anonymous namespace)::fault"),
+            std::string::npos) << r.output;
   EXPECT_NE(r.output.find("run for rank 0 on thread 0"), std::string::npos) << r.output;
   EXPECT_FALSE(segments_left());
 }

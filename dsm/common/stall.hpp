@@ -10,8 +10,11 @@
 
 namespace loom::wait {
 
-// LOOM_STALL_REPORT_MS as a duration; zero: never report.
+// LOOM_STALL_REPORT_MS as a duration; zero: never report. Read from the setting by the
+// Runtime's construction (read_stall_report_setting), so that a StallWatch made inside a fault
+// handler reads a plain word and allocates nothing; 5 s before.
 std::chrono::milliseconds stall_report_after();
+void read_stall_report_setting();
 
 class StallWatch {
  public:

@@ -16,6 +16,7 @@
 #include "loom/dsm/common/error.hpp"
 #include "loom/dsm/common/fault_report.hpp"
 #include "loom/dsm/common/log.hpp"
+#include "loom/dsm/common/stall.hpp"
 #include "loom/dsm/runtime/connect.hpp"
 #include "loom/dsm/runtime/output.hpp"
 #include "loom/dsm/runtime/remote_memory.hpp"
@@ -91,6 +92,7 @@ Runtime::Runtime(int& argc, char**& argv) {
   if (!g_runtime.compare_exchange_strong(expected, this)) fail("a loom::Runtime already exists in this process");
   try {
     settings::get_choice(settings::dsm::kLog);  // refused here: the logger cannot throw
+    wait::read_stall_report_setting();           // here: stall watches run in fault handlers
     boot_ = runtime::make_bootstrap();
     threads_ = static_cast<int>(settings::get_int(settings::dsm::kThreads));
     local_rank_ = boot_->local_rank();

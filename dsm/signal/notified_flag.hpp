@@ -31,6 +31,24 @@ inline void wait_notified(const uint8_t* buffer, size_t capacity, uint64_t expec
   while (f.load(std::memory_order_acquire) != expected) b.pause();
 }
 
+// Sender side, into a peer's buffer the provider maps here: the payload in 8-byte atomic stores
+// (relaxed; the flag's release orders them), then the flag. Atomic because this process's
+// threads may write the same mapped buffer one after another — the peer reuses it for the next
+// message once it read the last — and the ordering between them runs through the peer's
+// process, where a race detector cannot follow it.
+inline void store_notified(uint8_t* buffer, size_t capacity, const void* data, size_t len, uint64_t flag) {
+  const auto* src = static_cast<const uint8_t*>(data);
+  size_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, src + i, 8);
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(buffer + i)).store(w, std::memory_order_relaxed);
+  }
+  for (; i < len; ++i) std::atomic_ref<uint8_t>(buffer[i]).store(src[i], std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(buffer + NotifiedLayout::flag_offset(capacity)))
+      .store(flag, std::memory_order_release);
+}
+
 inline bool test_notified(const uint8_t* buffer, size_t capacity, uint64_t expected) {
   auto* flag = reinterpret_cast<uint64_t*>(const_cast<uint8_t*>(buffer) + NotifiedLayout::flag_offset(capacity));
   return std::atomic_ref<uint64_t>(*flag).load(std::memory_order_acquire) == expected;
