@@ -217,6 +217,26 @@ double call_future_rate(Invoker& inv, int window, bool aggregated, double second
   return rate;
 }
 
+// Invoker::barrier with nothing in flight (its waves alone), and after one call from each rank
+// to the other (the barrier waits until it ran), microseconds per barrier.
+std::pair<double, double> invoke_barrier_us(Invoker& inv, int rounds) {
+  Runtime& rt = inv.runtime();
+  const Thread other{(rt.rank() + 1) % rt.size(), 0};
+  rt.barrier();
+  for (int i = 0; i < 100; ++i) inv.barrier();
+  auto t0 = clk::now();
+  for (int i = 0; i < rounds; ++i) inv.barrier();
+  const double empty = seconds_since(t0) / rounds * 1e6;
+  t0 = clk::now();
+  for (int i = 0; i < rounds; ++i) {
+    call(other, [] { g_calls.fetch_add(1, std::memory_order_relaxed); });
+    inv.barrier();
+  }
+  const double with_call = seconds_since(t0) / rounds * 1e6;
+  rt.barrier();
+  return {empty, with_call};
+}
+
 // Two processes that only spin, beside the job (started by rank 0, ended with it).
 struct BusyLoops {
   std::vector<pid_t> pids;
@@ -477,6 +497,8 @@ int main(int argc, char** argv) {
   double pp = a.want("pingpong") || a.want("call_return") ? pingpong_rtt_us(rt, rounds) : 0;
   std::pair<double, double> loaded{0, 0};
   if (a.want("call_return-loaded")) loaded = call_return_loaded_rtt_us(inv, a.quick ? 0.5 : 2.0);
+  std::pair<double, double> ibar{0, 0};
+  if (a.want("invoke-barrier")) ibar = invoke_barrier_us(inv, a.quick ? 2000 : 20000);
   double piped = 0, piped_agg = 0;
   if (a.want("call_future")) {
     piped = call_future_rate(inv, 64, false, a.quick ? 0.3 : 1.0);
@@ -485,6 +507,11 @@ int main(int argc, char** argv) {
   if (rt.rank() == 0) {
     rows.push_back({"call_return", 8, "rtt_us", rtt, "us"});
     rows.push_back({"pingpong", 64, "rtt_us", pp, "us"});
+    if (ibar.first > 0) {
+      rows.push_back({"invoke-barrier", 0, "us", ibar.first, "us"});
+      rows.push_back({"invoke-barrier-after-call", 8, "us", ibar.second, "us"});
+      std::printf("Invoker::barrier: %.2f us with nothing in flight, %.2f us after a call each way\n", ibar.first, ibar.second);
+    }
     if (piped > 0) {
       rows.push_back({"call_future-64", 8, "results_per_s", piped, "1/s"});
       rows.push_back({"call_future-64-trad", 8, "results_per_s", piped_agg, "1/s"});

@@ -23,6 +23,17 @@ class Future {
  public:
   Future() = default;
   explicit Future(std::unique_ptr<ReturnSlot<R>> slot) : slot_(std::move(slot)) {}
+  Future(Future&&) noexcept = default;
+  // A Future dropped before its result came waits for it first: the result is written into the
+  // Future's slot, which must not be handed to another Future meanwhile.
+  Future& operator=(Future&& other) noexcept {
+    if (this != &other) {
+      settle();
+      slot_ = std::move(other.slot_);
+    }
+    return *this;
+  }
+  ~Future() { settle(); }
 
   bool valid() const { return slot_ != nullptr; }
   // The result is here (looks once: no waiting, no calls run).
@@ -42,6 +53,14 @@ class Future {
   }
 
  private:
+  void settle() noexcept {
+    if (!slot_ || slot_->ready()) return;
+    try {
+      slot_->wait();
+    } catch (...) {  // the Invoker is gone or the caller's wait failed: the slot is given up
+      (void)slot_.release();
+    }
+  }
   std::unique_ptr<ReturnSlot<R>> slot_;
 };
 

@@ -1,6 +1,8 @@
 // Synchronizers and return slots.
 #include "loom/invoke/synchronizer.hpp"
 
+#include <vector>
+
 #include "loom/dsm/signal/notified_flag.hpp"
 #include "loom/invoke/invoker.hpp"
 
@@ -24,12 +26,56 @@ wire::NotifyDesc Synchronizer::notify_desc() const {
 
 namespace detail {
 
-ReturnSlotBase::ReturnSlotBase(size_t value_size) : size_(value_size) {
-  mem_ = Runtime::current().heap().allocate(signal::NotifiedLayout::bytes(value_size));
-  std::memset(mem_.addr, 0, signal::NotifiedLayout::bytes(value_size));
+namespace {
+// Slots of up to 64 bytes (results up to 56 bytes) come from a per-thread cache in front of the
+// registered heap, whose lock and fit search cost a Future more than its round trip. Only the
+// Runtime that gave them takes them back; a cache outliving it lets them go with the process.
+constexpr size_t kCachedSlot = 64;
+constexpr size_t kCacheCap = 1024;
+struct SlotCache {
+  Runtime* rt = nullptr;
+  std::vector<memory::RDMAMemory> free;
+  ~SlotCache() {
+    if (rt != nullptr && Runtime::find() == rt)
+      for (auto& m : free) rt->heap().free(m.addr);
+  }
+};
+thread_local SlotCache t_slots;
+
+memory::RDMAMemory take_slot(size_t bytes) {
+  Runtime& rt = Runtime::current();
+  if (bytes <= kCachedSlot) {
+    if (t_slots.rt != &rt) {  // another Runtime's slots are not this one's
+      t_slots.free.clear();
+      t_slots.rt = &rt;
+    }
+    if (!t_slots.free.empty()) {
+      memory::RDMAMemory m = t_slots.free.back();
+      t_slots.free.pop_back();
+      return m;
+    }
+    return rt.heap().allocate(kCachedSlot);
+  }
+  return rt.heap().allocate(bytes);
 }
 
-ReturnSlotBase::~ReturnSlotBase() { Runtime::current().heap().free(mem_.addr); }
+void give_slot(const memory::RDMAMemory& m, size_t bytes) {
+  Runtime& rt = Runtime::current();
+  if (bytes <= kCachedSlot && t_slots.rt == &rt && t_slots.free.size() < kCacheCap) {
+    t_slots.free.push_back(m);
+    return;
+  }
+  rt.heap().free(m.addr);
+}
+}  // namespace
+
+ReturnSlotBase::ReturnSlotBase(size_t value_size) : size_(value_size) {
+  const size_t bytes = signal::NotifiedLayout::bytes(value_size);
+  mem_ = take_slot(bytes);
+  std::memset(mem_.addr, 0, bytes);
+}
+
+ReturnSlotBase::~ReturnSlotBase() { give_slot(mem_, signal::NotifiedLayout::bytes(size_)); }
 
 wire::ReturnDesc ReturnSlotBase::arm() {
   ++stamp_;
