@@ -69,7 +69,10 @@ def metric_figure(rows, metric, out):
             unit = u or unit
     if sum(len(v) for v in by_variant.values()) < 2:
         return None
-    lines = any(len({s for s, _ in pts}) > 1 for pts in by_variant.values())
+    # Lines where most variants span several sizes (a rate over message sizes); else a bar per
+    # variant and size (single figures: latencies, counts), on a log axis when they span decades.
+    multi = sum(1 for pts in by_variant.values() if len({s for s, _ in pts}) > 1)
+    lines = multi * 2 > len(by_variant)
     fig, ax = plt.subplots(figsize=(8, 4.8))
     if lines:
         for name, pts in sorted(by_variant.items()):
@@ -79,8 +82,12 @@ def metric_figure(rows, metric, out):
         ax.set_xlabel("size")
         ax.legend(fontsize=7, ncol=2)
     else:
-        names = sorted(by_variant)
-        ax.barh(names, [by_variant[n][0][1] for n in names])
+        bars = sorted((f"{n} @{s:g}" if len(pts) > 1 else n, v) for n, pts in by_variant.items() for s, v in pts)
+        values = [v for _, v in bars]
+        ax.barh([n for n, _ in bars], values)
+        positive = [v for v in values if v > 0]
+        if positive and max(positive) / min(positive) > 100:
+            ax.set_xscale("log")
         ax.tick_params(axis="y", labelsize=6)
     ax.set_title(metric)
     (ax.set_ylabel if lines else ax.set_xlabel)(f"{metric} ({unit})" if unit else metric)
