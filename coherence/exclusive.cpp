@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "loom/dsm/common/backoff.hpp"
 
@@ -157,6 +158,16 @@ std::vector<std::byte> Space::Impl::serve_downgrade(std::span<const std::byte> p
     rs->win_downgrades.fetch_add(1, std::memory_order_relaxed);
   }
   return {};
+}
+
+void Space::Impl::pause_if_injected() const {
+  const uint32_t us = downgrade_pause_us.load(std::memory_order_relaxed);
+  if (us != 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
+void Space::fault_inject_downgrade_pause(std::chrono::microseconds pause) {
+  if (pause.count() < 0 || pause > std::chrono::seconds(10)) fail("dsm: fault_inject_downgrade_pause of ", pause.count(), " us (0 to 10 s)");
+  impl_->downgrade_pause_us.store(static_cast<uint32_t>(pause.count()), std::memory_order_relaxed);
 }
 
 void Space::Impl::register_downgrade() {

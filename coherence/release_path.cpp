@@ -107,6 +107,13 @@ void Space::Impl::publish(Lane& l, RegionState& rs, size_t b, DirWord old, uint6
   l.post(mgr, fabric::Opcode::CompareSwap, Scratch::kUnlockSink, 8, rs.dir_addr(mgr, b), rs.rkey(mgr), old.with_lock().raw, w0_new.raw);
 }
 
+// The copy's version and lease, then its state (peeked at without the block's mutex).
+void Space::Impl::leave_exclusive(BlockMeta& m, uint64_t wts_new, DirWord w0_new) {
+  m.data_wts = wts_new;
+  m.rts = dir_mode ? UINT64_MAX : w0_new.rts();
+  m.state = State::Clean;
+}
+
 // Step 7: our private copy is now the new version (merge_diff wrote the others' changes into
 // it; writers here wait on the block's mutex); a notice names it.
 void Space::Impl::record(RegionState& rs, BlockMeta& m, uint64_t wts_new, DirWord w0_new) {
@@ -163,7 +170,13 @@ bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool pro
   const DirWord w0_new = next_word0(old, wts_new, how, mgr);
   // A downgrade adds no sharer to invalidate: the entry's other sharers joined to ask for it.
   if (dir_mode && how != Publication::Downgrade) invalidate_sharers(l, rs, b);
+  // A downgrade runs on the service thread, beside this process's acquires, which pass
+  // exclusive copies by without their mutex (acquire.cpp): the copy stops being exclusive here
+  // before the unlocking CAS lets the asker write and release (its release may reach one of
+  // those acquires at once).
+  if (how == Publication::Downgrade) leave_exclusive(m, wts_new, w0_new);
   publish(l, rs, b, old, wts_new, w0_new);
+  if (how == Publication::Downgrade) pause_if_injected();
   record(rs, m, wts_new, w0_new);
   if (!w0_new.exclusive()) return false;
   st_claims.fetch_add(1, std::memory_order_relaxed);

@@ -9,6 +9,7 @@
 // manages, and the synchronization objects (locks, barriers, atomic words) that are its acquire
 // and release points. Threads of one process share its cache.
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -198,6 +199,11 @@ class Space final : public region::FaultSink {
   region::AddressSpace& address_space();
 
   void on_fault(region::Region& r, size_t block, region::Access access) override;
+
+  // Fault injection for tests (as eRPC's fault_inject_*): this process's service thread pauses
+  // this long in every downgrade it serves, after the directory entry says the block is shared
+  // and before the downgrade's bookkeeping ends. 0 (the default) turns it off.
+  void fault_inject_downgrade_pause(std::chrono::microseconds pause);
 
  private:
   friend class Lock;

@@ -83,6 +83,7 @@ struct Space::Impl {
 
   std::atomic<uint64_t> st_faults{0}, st_misses{0}, st_reval{0}, st_twins{0}, st_released{0}, st_retries{0},
       st_inval{0}, st_fast{0}, st_claims{0}, st_downgrades{0}, st_asked{0}, st_notices{0}, st_fetched{0};
+  std::atomic<uint32_t> downgrade_pause_us{0};  // Space::fault_inject_downgrade_pause
 
   // Exclusive blocks claimed by the release in progress (fence_mu held), their mutexes held
   // until their pages are made writable in one call per run (flush_claims).
@@ -156,6 +157,8 @@ struct Space::Impl {
   void invalidate_sharers(Lane& l, RegionState& rs, size_t b);
   void publish(Lane& l, RegionState& rs, size_t b, DirWord old, uint64_t wts_new, DirWord w0_new);
   void record(RegionState& rs, BlockMeta& m, uint64_t wts_new, DirWord w0_new);
+  void pause_if_injected() const;  // exclusive.cpp: Space::fault_inject_downgrade_pause
+  void leave_exclusive(BlockMeta& m, uint64_t wts_new, DirWord w0_new);
   void stop_writers(const std::vector<BlockMeta*>& v);
   void release_locked();
   void release();
