@@ -123,10 +123,12 @@ class CachedSearch final : public Search<G> {
     h = (h ^ (h >> 31)) * 0x7fb5d329728ea185ULL;
     return h ^ (h >> 27);
   }
+  // An acquiring load of the tag: it pairs with make_node's releasing store when another
+  // thread of this process made the node, so the node's other bytes are read after they were
+  // written (another process's node reaches this process's copy by an acquire already).
   bool stamped(uint64_t off) const {
-    NodeHead h;
-    std::memcpy(&h, node_at(off), sizeof h);
-    return h.tag == stamp(off);
+    auto* tag = reinterpret_cast<uint64_t*>(const_cast<uint8_t*>(node_at(off)) + offsetof(NodeHead, tag));
+    return std::atomic_ref<uint64_t>(*tag).load(std::memory_order_acquire) == stamp(off);
   }
 
   // A new search: each process zeroes its words where the last one wrote, the edge counter and
@@ -244,7 +246,9 @@ class CachedSearch final : public Search<G> {
   // not looked up: its child may exist (made by a process that saw more), and the rollout
   // evaluates here until this process's view passes the threshold too.
   uint64_t child(uint32_t e, const State& s, bool expand) {
-    if (const uint64_t c = child_of(known_[e].load(std::memory_order_relaxed)); c != 0) return c;
+    // known_ is stored with release after the node was seen stamped or made: the node's bytes
+    // are read after it.
+    if (const uint64_t c = child_of(known_[e].load(std::memory_order_acquire)); c != 0) return c;
     if (!expand) return 0;
     coherence::AtomicRef word = sp_.atomic_ref(&children_[e]);
     const uint64_t w = word.load(coherence::Order::Relaxed);
@@ -254,7 +258,7 @@ class CachedSearch final : public Search<G> {
       // child is not here yet and the rollout evaluates where it is. The bytes never change
       // after, so one good look is enough.
       if (!stamped(c)) return 0;
-      known_[e].store(w, std::memory_order_relaxed);
+      known_[e].store(w, std::memory_order_release);
       return c;
     }
     const uint64_t made = make_node(s);
@@ -262,7 +266,7 @@ class CachedSearch final : public Search<G> {
     // Another process's child (our CAS lost) is not remembered: its stamp is checked at the
     // next visit (a node read without it came from a copy of the last search's arena).
     const uint64_t mine = (static_cast<uint64_t>(epoch_) << kTagShift) | (made + 1);
-    if (word.compare_swap(w, mine, coherence::Order::Relaxed) == w) known_[e].store(mine, std::memory_order_relaxed);
+    if (word.compare_swap(w, mine, coherence::Order::Relaxed) == w) known_[e].store(mine, std::memory_order_release);
     return 0;  // evaluate from the new leaf this time
   }
 
