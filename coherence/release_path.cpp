@@ -107,8 +107,9 @@ void Space::Impl::publish(Lane& l, RegionState& rs, size_t b, DirWord old, uint6
   l.post(mgr, fabric::Opcode::CompareSwap, Scratch::kUnlockSink, 8, rs.dir_addr(mgr, b), rs.rkey(mgr), old.with_lock().raw, w0_new.raw);
 }
 
-// The copy's version and lease, then its state (peeked at without the block's mutex).
-void Space::Impl::leave_exclusive(BlockMeta& m, uint64_t wts_new, DirWord w0_new) {
+// The copy's version and lease, then its state (peeked at without the block's mutex): Clean,
+// whatever it was (a release's Dirty, a downgrade's Exclusive).
+void Space::Impl::take_version(BlockMeta& m, uint64_t wts_new, DirWord w0_new) {
   m.data_wts = wts_new;
   m.rts = dir_mode ? UINT64_MAX : w0_new.rts();
   m.state = State::Clean;
@@ -117,11 +118,9 @@ void Space::Impl::leave_exclusive(BlockMeta& m, uint64_t wts_new, DirWord w0_new
 // Step 7: our private copy is now the new version (merge_diff wrote the others' changes into
 // it; writers here wait on the block's mutex); a notice names it.
 void Space::Impl::record(RegionState& rs, BlockMeta& m, uint64_t wts_new, DirWord w0_new) {
-  m.state = State::Clean;
-  m.data_wts = wts_new;
+  take_version(m, wts_new, w0_new);
   m.hint_home = w0_new.home();
   m.hint_wts = wts_new;
-  m.rts = dir_mode ? UINT64_MAX : w0_new.rts();
   m.word0 = w0_new;
   if (wts_new > m.known_wts.load(std::memory_order_relaxed)) m.known_wts.store(wts_new, std::memory_order_relaxed);
   uint64_t clock = release_clock.load(std::memory_order_relaxed);
@@ -174,7 +173,7 @@ bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool pro
   // exclusive copies by without their mutex (acquire.cpp): the copy stops being exclusive here
   // before the unlocking CAS lets the asker write and release (its release may reach one of
   // those acquires at once).
-  if (how == Publication::Downgrade) leave_exclusive(m, wts_new, w0_new);
+  if (how == Publication::Downgrade) take_version(m, wts_new, w0_new);
   publish(l, rs, b, old, wts_new, w0_new);
   if (how == Publication::Downgrade) pause_if_injected();
   record(rs, m, wts_new, w0_new);

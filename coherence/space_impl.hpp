@@ -158,7 +158,7 @@ struct Space::Impl {
   void publish(Lane& l, RegionState& rs, size_t b, DirWord old, uint64_t wts_new, DirWord w0_new);
   void record(RegionState& rs, BlockMeta& m, uint64_t wts_new, DirWord w0_new);
   void pause_if_injected() const;  // exclusive.cpp: Space::fault_inject_downgrade_pause
-  void leave_exclusive(BlockMeta& m, uint64_t wts_new, DirWord w0_new);
+  void take_version(BlockMeta& m, uint64_t wts_new, DirWord w0_new);
   void stop_writers(const std::vector<BlockMeta*>& v);
   void release_locked();
   void release();

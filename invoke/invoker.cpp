@@ -272,16 +272,14 @@ void Invoker::helper_loop(int) {
 std::string Invoker::describe() {
   std::string out;
   char line[256];
-  {
-    for (auto& m : messengers().all()) {
-        if (!m) continue;
-        std::snprintf(line, sizeof line,
-                      "messenger -> %d/%d: chunks %zu cur %zu pos %zu offset %llu consumed %llu open %d async %d records %llu\n",
-                      m->dest_.rank, m->dest_.index, m->ring_.size(), m->cur_, m->pos_,
-                      static_cast<unsigned long long>(m->g_), static_cast<unsigned long long>(m->consumed()), m->open_ ? 1 : 0,
-                      m->async_pending() ? 1 : 0, static_cast<unsigned long long>(m->records_));
-        out += line;
-    }
+  for (auto& m : messengers().all()) {
+    if (!m) continue;
+    std::snprintf(line, sizeof line,
+                  "messenger -> %d/%d: chunks %zu cur %zu pos %zu offset %llu consumed %llu open %d async %d records %llu\n",
+                  m->dest_.rank, m->dest_.index, m->ring_.size(), m->cur_, m->pos_,
+                  static_cast<unsigned long long>(m->g_), static_cast<unsigned long long>(m->consumed()), m->open_ ? 1 : 0,
+                  m->async_pending() ? 1 : 0, static_cast<unsigned long long>(m->records_));
+    out += line;
   }
   for (auto& in : inboxes_) {
     if (in->busy_.test_and_set(std::memory_order_acquire)) {
