@@ -30,7 +30,7 @@ void Space::Impl::exchange_notices(Lane& l, int k, int parity, uint64_t epoch, c
   wait::Backoff b(kHandoffYields);
   wait::StallWatch stall;
   while (flag.load(std::memory_order_acquire) != epoch) {
-    if (!rt.provider().peer_alive(from)) fail("dsm: barrier: rank ", from, " is gone");
+    if (b.should_sleep()) rt.peers().check(from, "dsm: barrier");
     b.pause();
     stall.check([&] {
       return "dsm: Space::barrier (" + rt.collectives().last().str() + ") waits for rank " + std::to_string(from) +

@@ -112,7 +112,8 @@ void Space::Impl::request_downgrade(Lane& l, DirWord seen, RegionState& rs, size
     l.wait();
     const DirWord w{l.word(Scratch::kResult)};
     if (w.without_lock() != seen) return;
-    if (!rt.provider().peer_alive(owner)) fail("dsm: rank ", owner, ", which holds block ", b, " exclusively, is gone");
+    if (backoff.should_sleep())
+      rt.peers().check(owner, "dsm: block " + std::to_string(b) + " of region " + std::to_string(rs.r->id()) + " is held exclusively by a rank that cannot give it up");
     backoff.pause();
     stall.check([&] {
       return "dsm: an access to block " + std::to_string(b) + " of region " + std::to_string(rs.r->id()) +

@@ -109,8 +109,8 @@ void Lock::lock() {
     wait::Backoff b(kHandoffYields);
     wait::StallWatch stall;
     while (granted.load(std::memory_order_acquire) == 0) {
-      if (b.should_sleep() && !I.rt.provider().peer_alive(prank))
-        fail("dsm: lock ", slot_, ": rank ", prank, ", ahead of this thread in the lock's queue, is gone; the lock is lost");
+      if (b.should_sleep())
+        I.rt.peers().check(prank, "dsm: lock " + std::to_string(slot_) + " is lost: the rank ahead of this thread in its queue");
       b.pause();
       stall.check([&] {
         return "dsm: Lock::lock waits for lock " + std::to_string(slot_) + " (home rank " + std::to_string(home_) +

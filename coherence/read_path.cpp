@@ -11,6 +11,7 @@
 #include "loom/dsm/common/stall.hpp"
 #include "loom/dsm/common/log.hpp"
 #include "loom/dsm/common/backoff.hpp"
+#include "loom/dsm/runtime/output.hpp"
 
 namespace loom::coherence {
 
@@ -276,8 +277,11 @@ void Space::on_fault(region::Region& r, size_t block, region::Access access) {
     // soon. Give it the processor; the store faults again until then.
     else if (write && m.state == State::Dirty) busy = true;
   } catch (const std::exception& e) {
+    // No exception leaves a signal handler: the process ends with the reason, as an uncaught
+    // loom::Error does (status 1), not with an abort and a core dump.
     log::error("dsm: fault on block ", block, " of region ", r.id(), ": ", e.what());
-    abort();
+    runtime::flush_output_if_free();
+    std::_Exit(1);
   }
   if (busy) sched_yield();
 }

@@ -148,7 +148,7 @@ void CallBarrier::wait_for_flag(int peer, uint64_t* flag, uint64_t want) {
   wait::StallWatch stall;
   auto arrived = [&] { return w.load(std::memory_order_acquire) == want; };
   while (!arrived()) {
-    if (!inv_.runtime().provider().peer_alive(peer)) fail("invoke: barrier: rank ", peer, " is gone");
+    if (b.should_sleep()) inv_.runtime().peers().check(peer, "invoke: barrier");
     if (inv_.progress() > 0) {
       b = inv_.idle_backoff();
       stall.reset();

@@ -73,6 +73,7 @@ class Invoker {
         stall.reset();
       } else {
         this->idle(b, pred);
+        if (b.should_sleep()) rt_.peers().check_all("invoke: a wait for calls or results");
         stall.check([this] { return stall_report(); });
       }
     }

@@ -6,7 +6,9 @@
 // Modes exit, kill, stop and leave (status 0 without the collective teardown) end the victim
 // while the others wait in the layer argv[3] names (default: pause; leave: the bootstrap
 // barrier): barrier, lock (a shared-region lock the victim holds), dsm-barrier, call (a service
-// call to the victim). A wait that notices prints "<layer> error" and ends with status 14.
+// call to the victim), fetch (a read of a shared-region block the victim holds exclusively),
+// invoke (a call_return the victim never runs). A wait that notices prints "<layer> error" and
+// ends with status 14.
 // Mode "lock-leave" (= leave lock): the rank takes a shared-region lock and leaves quietly while holding it;
 // the others queue for the lock and must name it instead of waiting forever.
 // Mode "unflushed": the others write a line and a partial line (no newline, no flush) and wait
@@ -18,6 +20,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,12 +28,13 @@
 #include <string>
 
 #include "loom/coherence/space.hpp"
-#include "loom/dsm/runtime/runtime.hpp"
 #include "loom/dsm/common/backoff.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
+#include "loom/invoke/calls.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: crash_helper RANK exit|kill|stop|leave|ok|vanish|lock-leave|big [pause|barrier|lock|dsm-barrier|call]\n");
+    std::fprintf(stderr, "usage: crash_helper RANK exit|kill|stop|leave|ok|vanish|lock-leave|big [pause|barrier|lock|dsm-barrier|call|fetch|invoke]\n");
     return 2;
   }
   loom::Runtime rt(argc, argv);
@@ -102,10 +106,31 @@ int main(int argc, char** argv) {
     for (;;) pause();
     return std::vector<std::byte>{};
   });
-  if (layer == "lock" || layer == "dsm-barrier") dsm.emplace(rt);  // collective
+  if (layer == "fetch") setenv("LOOM_DSM_EXCLUSIVE", "always", 1);  // a written block is claimed at its release
+  if (layer == "lock" || layer == "dsm-barrier" || layer == "fetch") dsm.emplace(rt);  // collective
   if (layer == "lock") {
     lock.emplace(dsm->make_lock());
     if (rt.rank() == victim) lock->lock();  // the victim ends holding it
+  }
+  volatile uint64_t* word = nullptr;
+  if (layer == "fetch") {
+    word = dsm->create_region(1 << 20).new_array<uint64_t>(512);  // collective
+    if (rt.rank() == victim) word[0] = 42;
+    dsm->barrier();  // the victim's release claims the block: only it wrote it, nobody shares it
+  }
+  std::optional<loom::invoke::Invoker> inv;
+  if (layer == "invoke") {
+    inv.emplace(rt);  // collective
+    // Every channel to the victim is set up (a service call on first use) and used once, so
+    // the later wait is for the victim's thread to run a call, nothing else.
+    static std::atomic<int> warmed{0};
+    if (rt.rank() == victim) {
+      inv->wait_until([&] { return warmed.load() == rt.size() - 1; });
+    } else {
+      loom::invoke::ReturnSlot<int> slot;
+      loom::invoke::call_return(loom::invoke::Thread{victim, 0}, [] { return warmed.fetch_add(1); }, slot);
+      (void)slot.get();
+    }
   }
   rt.barrier();
   if (rt.rank() == victim) {
@@ -121,6 +146,15 @@ int main(int argc, char** argv) {
     if (layer == "lock") lock->lock();
     if (layer == "dsm-barrier") dsm->barrier();
     if (layer == "call") rt.service().call_sync(victim, hold, {});
+    if (layer == "fetch") {
+      usleep(200'000);  // the victim is gone (or stopped) by now, not answering from its service thread
+      if (word[0] != 42) return 12;  // a plain read: the fault asks the owner to give the block up
+    }
+    if (layer == "invoke") {
+      loom::invoke::ReturnSlot<int> slot;
+      loom::invoke::call_return(loom::invoke::Thread{victim, 0}, [] { return 7; }, slot);
+      (void)slot.get();
+    }
     std::printf("rank %d: the %s wait returned although rank %d is gone\n", rt.rank(), layer.c_str(), victim);
     return 13;
   } catch (const loom::Error& e) {

@@ -197,7 +197,7 @@ TEST_F(Launcher, APeerThatDiedIsAClearErrorNotAHang) {
   for (int k = 0; k < 2; ++k) {
     EXPECT_NE(r.output.find("[" + std::to_string(k) + "] rank " + std::to_string(k) + ": SEND to vanished rank 2: peer unreachable"),
               std::string::npos) << r.output;
-    EXPECT_NE(r.output.find("[" + std::to_string(k) + "] rank " + std::to_string(k) + ": service call error: service call to rank 2: the peer died"),
+    EXPECT_NE(r.output.find("[" + std::to_string(k) + "] rank " + std::to_string(k) + ": service call error: service call to rank 2: rank 2 is gone"),
               std::string::npos) << r.output;
   }
   EXPECT_FALSE(segments_left());
@@ -209,6 +209,12 @@ TEST_F(Launcher, APeerThatDiedIsAClearErrorNotAHang) {
 // fails, and leaves nothing behind (issue 17). A stop is loomrun's to see (LOOM_STOPPED_LIMIT_MS);
 // a rank that leaves with status 0 is seen by the wait itself.
 class LeaveMatrix : public Launcher, public testing::WithParamInterface<std::tuple<std::string, std::string>> {};
+
+std::string matrix_case_name(const testing::TestParamInfo<LeaveMatrix::ParamType>& info) {
+  std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
+}
 
 TEST_P(LeaveMatrix, TheJobEndsNamingTheRank) {
   const auto& [way, layer] = GetParam();
@@ -224,6 +230,10 @@ TEST_P(LeaveMatrix, TheJobEndsNamingTheRank) {
     EXPECT_EQ(r.status, 128 + SIGSTOP) << r.output;
     EXPECT_NE(r.output.find("rank 1 (pid"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("was stopped by signal"), std::string::npos) << r.output;
+  } else if (layer == "fetch") {  // leave, seen inside a fault handler: the process ends with status 1
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("fault on block 0"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("rank 1 is gone"), std::string::npos) << r.output;
   } else {  // leave: status 0 without the teardown; a waiter names rank 1 and fails
     EXPECT_EQ(r.status, 14) << r.output;
     EXPECT_NE(r.output.find(layer + " error"), std::string::npos) << r.output;
@@ -234,12 +244,35 @@ TEST_P(LeaveMatrix, TheJobEndsNamingTheRank) {
 
 INSTANTIATE_TEST_SUITE_P(Ways, LeaveMatrix,
                          testing::Combine(testing::Values("exit", "kill", "stop", "leave"),
-                                          testing::Values("barrier", "lock", "dsm-barrier", "call")),
-                         [](const auto& info) {
-                           std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+                                          testing::Values("barrier", "lock", "dsm-barrier", "call", "fetch", "invoke")),
+                         matrix_case_name);
+
+// The same matrix under a PMIx launcher (Open MPI's mpirun). It ends a job whose rank exits,
+// but nothing there watches for a stopped rank: the waits see it themselves (on this host, for
+// LOOM_STOPPED_LIMIT_MS), and name a rank that left with status 0. A crashed PMIx job's shm
+// directory is left to the next job's sweep (docs/user-guide.md), so it is not checked here.
+class PmixLeaveMatrix : public LeaveMatrix {};
+
+TEST_P(PmixLeaveMatrix, TheJobEndsNamingTheRank) {
+  if (std::string(MPIRUN_PATH).empty()) GTEST_SKIP() << "no PMIx launcher (mpirun) here";
+  const auto& [way, layer] = GetParam();
+  auto r = run("timeout 60 " + std::string(MPIRUN_PATH) + " -n 3 --oversubscribe --allow-run-as-root -x LOOM_SHM_DIR=" + dir_.string() +
+               " -x LOOM_EXPECT_BOOTSTRAP=pmix -x LOOM_STOPPED_LIMIT_MS=1000 " + CRASH_HELPER_PATH + " 1 " + way + " " + layer);
+  EXPECT_NE(r.status, 124) << "the job hung until the timeout: " << r.output;
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_LT(r.seconds, 20.0) << r.output;
+  if (way == "stop") {
+    EXPECT_NE(r.output.find("rank 1 (pid"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("has been stopped by a signal"), std::string::npos) << r.output;
+  } else if (way == "leave") {
+    EXPECT_NE(r.output.find("rank 1 is gone"), std::string::npos) << r.output;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ways, PmixLeaveMatrix,
+                         testing::Combine(testing::Values("exit", "kill", "stop", "leave"),
+                                          testing::Values("barrier", "lock", "dsm-barrier", "call", "fetch", "invoke")),
+                         matrix_case_name);
 
 TEST_F(Launcher, BadUsageIsAClearError) {
   auto r = run(loomrun("-n 0 true"));

@@ -1,9 +1,12 @@
 // Facts read from the system (dsm/common/system.hpp) and the job directory's hold
 // (dsm/runtime/job_dir.hpp): a directory that already exists in a world-writable place is used
-// only if it is private to this user (issue 17 B9); the kernel's asynchronous write tracking.
+// only if it is private to this user (issue 17 B9); the kernel's asynchronous write tracking;
+// the process states PeerWatch reads.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +18,7 @@
 #include "loom/dsm/common/error.hpp"
 #include "loom/dsm/region/write_tracking.hpp"
 #include "loom/dsm/runtime/job_dir.hpp"
+#include "loom/dsm/runtime/peer_watch.hpp"
 
 namespace fs = std::filesystem;
 using loom::sys::is_private_dir;
@@ -128,4 +132,28 @@ TEST(WriteTracking, ARangeTheKernelCannotProtectIsAClearError) {
   } catch (const loom::SystemError& e) {
     EXPECT_NE(std::string(e.what()).find("write tracking: "), std::string::npos) << e.what();
   }
+}
+
+// PeerWatch reads a peer's state from /proc: how it tells a stopped peer (the waits under a PMIx
+// launcher fail naming it) and a zombie its launcher has not reaped (gone) from a running one.
+TEST(PeerWatch, ProcessStateTellsRunningStoppedAndZombie) {
+  using loom::runtime::PeerWatch;
+  EXPECT_EQ(PeerWatch::process_state(getpid()), 'R');
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (;;) pause();
+  }
+  ASSERT_EQ(kill(child, SIGSTOP), 0);
+  int st = 0;
+  ASSERT_EQ(waitpid(child, &st, WUNTRACED), child);
+  EXPECT_TRUE(WIFSTOPPED(st));
+  EXPECT_EQ(PeerWatch::process_state(child), 'T');
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  // Not reaped yet: a zombie, which kill(2) still finds.
+  for (int i = 0; i < 1000 && PeerWatch::process_state(child) != 'Z'; ++i) usleep(1000);
+  EXPECT_EQ(PeerWatch::process_state(child), 'Z');
+  EXPECT_EQ(kill(child, 0), 0);
+  ASSERT_EQ(waitpid(child, &st, 0), child);
+  EXPECT_EQ(PeerWatch::process_state(child), 0);  // gone: nothing to read
 }

@@ -21,7 +21,7 @@ inline constexpr Setting kProvider{"LOOM_PROVIDER", T::Choice, "shm", "shm|verbs
 inline constexpr Setting kShmDir{"LOOM_SHM_DIR", T::String, "/dev/shm", "", "where loomrun creates job directories"};
 inline constexpr Setting kSweep{"LOOM_SWEEP", T::Bool, "1", "", "remove job directories no live process holds"};
 inline constexpr Setting kStoppedLimit{"LOOM_STOPPED_LIMIT_MS", T::Int, "3000", "0..86400000",
-                                       "loomrun ends the job when a rank stays stopped this long; 0 = never"};
+                                       "a rank stopped this long ends the job (loomrun; under PMIx the waits on its host); 0 = never"};
 inline constexpr Setting kLog{"LOOM_LOG", T::Choice, "warn", "error|warn|info|debug", "log level"};
 inline constexpr Setting kPin{"LOOM_PIN", T::Choice, "auto", "on|off|auto", "pin threads to cores with hwloc"};
 inline constexpr Setting kHugePages{"LOOM_HUGE_PAGES", T::Bool, "1", "", "use a hugetlbfs mount with free pages"};

@@ -14,6 +14,8 @@
 
 namespace loom::runtime {
 
+class PeerWatch;
+
 class Bootstrap {
  public:
   virtual ~Bootstrap() = default;
@@ -28,6 +30,9 @@ class Bootstrap {
   // Every rank contributes `mine`; returns all contributions indexed by rank.
   virtual std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) = 0;
   virtual void barrier() = 0;
+  // Once the Runtime knows its peers: the bootstrap's waits ask `w` whether they can still take
+  // part (nullptr: no more). The embedded bootstrap watches its peers through its own file.
+  virtual void watch_peers(PeerWatch* w) { (void)w; }
 
   // allgather of one fixed-size value per rank (addresses, keys, flags). The bytes come from
   // other processes: a contribution of another size is an error naming the rank.

@@ -1,12 +1,18 @@
 #include <pmix.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <string>
+#include <thread>
 
+#include "loom/dsm/common/backoff.hpp"
 #include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/futex.hpp"
 #include "loom/dsm/runtime/pmix_bootstrap.hpp"
 #include "loom/dsm/runtime/job_dir.hpp"
+#include "loom/dsm/runtime/peer_watch.hpp"
 
 namespace loom::runtime {
 
@@ -72,7 +78,62 @@ PmixBootstrap::~PmixBootstrap() {
   PMIx_Finalize(nullptr, 0);
 }
 
-void PmixBootstrap::barrier() { check(PMIx_Fence(nullptr, 0, nullptr, 0), "PMIx_Fence"); }
+namespace {
+// A fence in flight: PMIx completes it on its own progress thread. A waiter that fails (a peer
+// cannot take part) leaves it behind, so it lives on the heap and is then never freed.
+struct PendingFence {
+  std::atomic<uint32_t> done{0};
+  std::atomic<pmix_status_t> status{PMIX_SUCCESS};
+  pmix_info_t info;
+  static void completed(pmix_status_t st, void* self) {
+    auto* f = static_cast<PendingFence*>(self);
+    f->status.store(st, std::memory_order_relaxed);
+    f->done.store(1, std::memory_order_release);
+    wait::futex_wake_all(&f->done);
+  }
+};
+}  // namespace
+
+// With no PeerWatch (the Runtime's set-up and teardown) the fence blocks in PMIx; with one, it
+// is waited for here, asking between sleeps whether every peer can still take part: PMIx ends a
+// fence early when a process exits, but not when one is stopped.
+void PmixBootstrap::fence(bool collect, const char* what) {
+  auto* f = new PendingFence;
+  PMIX_INFO_CONSTRUCT(&f->info);
+  PMIX_INFO_LOAD(&f->info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+  if (watch_ == nullptr) {
+    const pmix_status_t rc = PMIx_Fence(nullptr, 0, &f->info, 1);
+    PMIX_INFO_DESTRUCT(&f->info);
+    delete f;
+    return check(rc, what);
+  }
+  check(PMIx_Fence_nb(nullptr, 0, &f->info, 1, &PendingFence::completed, f), what);
+  wait::Backoff b;
+  while (f->done.load(std::memory_order_acquire) == 0) {
+    if (!b.should_sleep()) {
+      b.spin_or_yield();
+      continue;
+    }
+    watch_->check_all(std::string("bootstrap: ") + what);  // leaves f behind if it fails
+    wait::futex_wait(&f->done, 0, std::chrono::milliseconds(20));
+  }
+  const pmix_status_t rc = f->status.load(std::memory_order_relaxed);
+  PMIX_INFO_DESTRUCT(&f->info);
+  delete f;
+  if (rc != PMIX_SUCCESS) {
+    // PMIx ends the fence when a process's connection closes, which may be a moment before the
+    // process is gone as far as this host can tell: name it once it is.
+    std::string why;
+    for (int tries = 0; tries < 100; ++tries) {
+      const int r = watch_->first_lost(&why);
+      if (r >= 0) fail("bootstrap: ", what, ": rank ", r, " ", why, "; the job cannot go on without it");
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    check(rc, what);
+  }
+}
+
+void PmixBootstrap::barrier() { fence(false, "PMIx_Fence"); }
 
 std::vector<std::vector<std::byte>> PmixBootstrap::allgather(std::span<const std::byte> mine) {
   // A fresh key per round: PMIx keeps every value put, so rounds must not collide.
@@ -84,13 +145,7 @@ std::vector<std::vector<std::byte>> PmixBootstrap::allgather(std::span<const std
   val.data.bo.size = mine.size();
   check(PMIx_Put(PMIX_GLOBAL, key.c_str(), &val), "PMIx_Put");
   check(PMIx_Commit(), "PMIx_Commit");
-  pmix_info_t info;
-  PMIX_INFO_CONSTRUCT(&info);
-  bool collect = true;
-  PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
-  pmix_status_t rc = PMIx_Fence(nullptr, 0, &info, 1);
-  PMIX_INFO_DESTRUCT(&info);
-  check(rc, "PMIx_Fence (collect)");
+  fence(true, "PMIx_Fence (collect)");
   std::vector<std::vector<std::byte>> out(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) {
     pmix_proc_t p;

@@ -24,8 +24,11 @@ class PmixBootstrap : public Bootstrap {
   const std::string& job_dir() const override { return job_dir_; }
   std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override;
   void barrier() override;
+  void watch_peers(PeerWatch* w) override { watch_ = w; }
 
  private:
+  void fence(bool collect, const char* what);
+  PeerWatch* watch_ = nullptr;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   std::string job_id_, job_dir_;
   int hold_ = -1;  // the shared lock on job_dir_ (job_dir.hpp)

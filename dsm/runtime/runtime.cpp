@@ -131,6 +131,13 @@ Runtime::Runtime(int& argc, char**& argv) {
     ctx.pids = pids;
     ctx.hosts = host_of;
     provider_ = fabric::make_provider(settings::get_choice(settings::dsm::kProvider), ctx);
+    runtime::PeerWatch::Options watch;
+    watch.self = boot_->rank();
+    watch.pids = pids;
+    for (const auto& h : host_of) watch.same_host.push_back(h == hostname_);
+    watch.watch_stops = std::string_view(boot_->kind()) != "embedded";  // loomrun watches its ranks itself
+    watch.stopped_limit = std::chrono::milliseconds(settings::get_int(settings::dsm::kStoppedLimit));
+    peers_ = std::make_unique<runtime::PeerWatch>(*provider_, std::move(watch));
 
     size_t super = settings::get_size(settings::dsm::kSuperchunk);
     for (int z = 0; z < std::max(1, numa_zones_hint_); ++z) {
@@ -141,11 +148,13 @@ Runtime::Runtime(int& argc, char**& argv) {
     runtime::Service::Config scfg;
     scfg.recv_buffers = static_cast<uint32_t>(settings::get_int(settings::dsm::kServiceBuffers));
     scfg.message_bytes = static_cast<uint32_t>(settings::get_size(settings::dsm::kServiceMessage));
-    service_ = std::make_unique<runtime::Service>(*boot_, *provider_, allocator(), scfg);
+    service_ = std::make_unique<runtime::Service>(*boot_, *provider_, *peers_, allocator(), scfg);
     runtime::register_remote_memory_handlers(*this);
     service_->start();
     if (pin_) pin_thread(0);
     boot_->barrier();
+    // From here every peer's provider is up (before, a peer not yet there looks gone).
+    boot_->watch_peers(peers_.get());
   } catch (...) {
     g_runtime.store(nullptr);
     throw;
@@ -157,6 +166,7 @@ Runtime::~Runtime() {
     // Everyone stops sending service calls before anyone's service goes away, and every
     // request in flight is acknowledged before any QP goes (RC needs the peer's QP for that).
     boot_->barrier();
+    boot_->watch_peers(nullptr);  // peers that passed it may end now
     service_->stop();
     service_->quiesce();
     boot_->barrier();
@@ -166,6 +176,7 @@ Runtime::~Runtime() {
   service_.reset();
   heaps_.clear();
   allocators_.clear();
+  peers_.reset();
   provider_.reset();
   if (topology_ != nullptr) hwloc_topology_destroy(static_cast<hwloc_topology_t>(topology_));
   boot_.reset();

@@ -16,6 +16,7 @@
 #include "loom/dsm/memory/registered_heap.hpp"
 #include "loom/dsm/runtime/bootstrap.hpp"
 #include "loom/dsm/runtime/collectives.hpp"
+#include "loom/dsm/runtime/peer_watch.hpp"
 #include "loom/dsm/runtime/service.hpp"
 #include "loom/dsm/signal/transmitter.hpp"
 
@@ -81,6 +82,8 @@ class Runtime {
   // The heap served to remote allocations in `zone` (-1: this process's zone).
   memory::RegisteredHeap& heap(int zone = -1);
   runtime::Service& service() { return *service_; }
+  // Whether peers can still take part: every wait on other processes asks (peer_watch.hpp).
+  runtime::PeerWatch& peers() { return *peers_; }
   // True if [addr, addr+len) is registered memory of this process (any zone).
   bool is_registered(const void* addr, size_t len) const;
 
@@ -110,6 +113,7 @@ class Runtime {
   std::unique_ptr<runtime::Bootstrap> boot_;
   std::unique_ptr<runtime::Collectives> collectives_;
   std::unique_ptr<fabric::Provider> provider_;
+  std::unique_ptr<runtime::PeerWatch> peers_;
   std::vector<std::unique_ptr<memory::RDMAAllocator>> allocators_;
   std::vector<std::unique_ptr<memory::RegisteredHeap>> heaps_;
   std::unique_ptr<runtime::Service> service_;

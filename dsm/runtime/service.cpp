@@ -34,8 +34,8 @@ uint32_t Service::id_of(std::string_view name) {
   return h == 0 ? 1 : h;  // 0 is never a valid function id
 }
 
-Service::Service(Bootstrap& boot, fabric::Provider& provider, memory::RDMAAllocator& alloc, Config cfg)
-    : boot_(boot), provider_(provider), alloc_(alloc), cfg_(cfg) {
+Service::Service(Bootstrap& boot, fabric::Provider& provider, PeerWatch& peers, memory::RDMAAllocator& alloc, Config cfg)
+    : boot_(boot), provider_(provider), watch_(peers), alloc_(alloc), cfg_(cfg) {
   if (cfg.message_bytes < sizeof(Header) + 8 || cfg.recv_buffers == 0) fail("Service: message size or buffer count too small");
   const int n = boot.size();
   recv_cq_ = provider.create_cq(cfg.recv_buffers * static_cast<uint32_t>(n) + 16);
@@ -192,7 +192,7 @@ std::vector<std::byte> Service::call_sync(int dest, uint32_t function, std::span
   wait::Backoff b;
   while (pending->done.load(std::memory_order_acquire) == 0) {
     if (b.should_sleep()) {
-      if (!provider_.peer_alive(dest)) fail("service call to rank ", dest, ": the peer died");
+      watch_.check(dest, "service call to rank " + std::to_string(dest));
       wait::futex_wait(&pending->done, 0, std::chrono::milliseconds(50));
     } else {
       b.spin_or_yield();

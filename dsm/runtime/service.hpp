@@ -19,6 +19,7 @@
 #include "loom/dsm/memory/circular_allocator.hpp"
 #include "loom/dsm/memory/rdma_allocator.hpp"
 #include "loom/dsm/runtime/bootstrap.hpp"
+#include "loom/dsm/runtime/peer_watch.hpp"
 #include "loom/dsm/signal/transmitter.hpp"
 
 namespace loom::runtime {
@@ -44,7 +45,7 @@ class Service {
     uint32_t message_bytes = 4096;  // largest message, header included
   };
   // Collective over the bootstrap: creates and connects one QP per peer (self included).
-  Service(Bootstrap& boot, fabric::Provider& provider, memory::RDMAAllocator& alloc, Config cfg);
+  Service(Bootstrap& boot, fabric::Provider& provider, PeerWatch& peers, memory::RDMAAllocator& alloc, Config cfg);
   ~Service();
 
   // Function ids are FNV-1a hashes of names, identical in every process of the program.
@@ -103,6 +104,7 @@ class Service {
 
   Bootstrap& boot_;
   fabric::Provider& provider_;
+  PeerWatch& watch_;
   memory::RDMAAllocator& alloc_;
   Config cfg_;
   std::unique_ptr<fabric::CompletionQueue> recv_cq_;
