@@ -35,7 +35,7 @@ uint32_t Service::id_of(std::string_view name) {
 }
 
 Service::Service(Bootstrap& boot, fabric::Provider& provider, PeerWatch& peers, memory::RDMAAllocator& alloc, Config cfg)
-    : boot_(boot), provider_(provider), watch_(peers), alloc_(alloc), cfg_(cfg) {
+    : boot_(boot), watch_(peers), alloc_(alloc), cfg_(cfg) {
   if (cfg.message_bytes < sizeof(Header) + 8 || cfg.recv_buffers == 0) fail("Service: message size or buffer count too small");
   const int n = boot.size();
   recv_cq_ = provider.create_cq(cfg.recv_buffers * static_cast<uint32_t>(n) + 16);

@@ -103,7 +103,6 @@ class Service {
   void reject(const std::string& why);
 
   Bootstrap& boot_;
-  fabric::Provider& provider_;
   PeerWatch& watch_;
   memory::RDMAAllocator& alloc_;
   Config cfg_;
