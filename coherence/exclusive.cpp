@@ -113,7 +113,7 @@ void Space::Impl::request_downgrade(Lane& l, DirWord seen, RegionState& rs, size
     const DirWord w{l.word(Scratch::kResult)};
     if (w.without_lock() != seen) return;
     if (backoff.should_sleep())
-      rt.peers().check(owner, "dsm: block " + std::to_string(b) + " of region " + std::to_string(rs.r->id()) + " is held exclusively by a rank that cannot give it up");
+      rt.peers().check(owner, "dsm: block ", b, " of region ", rs.r->id(), " is held exclusively by a rank that cannot give it up");
     backoff.pause();
     stall.check([&] {
       return "dsm: an access to block " + std::to_string(b) + " of region " + std::to_string(rs.r->id()) +

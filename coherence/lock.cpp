@@ -110,7 +110,7 @@ void Lock::lock() {
     wait::StallWatch stall;
     while (granted.load(std::memory_order_acquire) == 0) {
       if (b.should_sleep())
-        I.rt.peers().check(prank, "dsm: lock " + std::to_string(slot_) + " is lost: the rank ahead of this thread in its queue");
+        I.rt.peers().check(prank, "dsm: lock ", slot_, " is lost: the rank ahead of this thread in its queue");
       b.pause();
       stall.check([&] {
         return "dsm: Lock::lock waits for lock " + std::to_string(slot_) + " (home rank " + std::to_string(home_) +

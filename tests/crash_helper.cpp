@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
     if (rt.rank() == victim) lock->lock();  // the victim ends holding it
   }
   volatile uint64_t* word = nullptr;
+  const int victim_pid = rt.bootstrap().allgather_value(static_cast<int>(getpid()))[static_cast<size_t>(victim)];
   if (layer == "fetch") {
     word = dsm->create_region(1 << 20).new_array<uint64_t>(512);  // collective
     if (rt.rank() == victim) word[0] = 42;
@@ -147,7 +148,8 @@ int main(int argc, char** argv) {
     if (layer == "dsm-barrier") dsm->barrier();
     if (layer == "call") rt.service().call_sync(victim, hold, {});
     if (layer == "fetch") {
-      usleep(200'000);  // the victim is gone (or stopped) by now, not answering from its service thread
+      // Read once the victim has ended or stopped: its service thread would give the block up.
+      for (char s = 'R'; s == 'R' || s == 'S' || s == 'D'; s = loom::runtime::PeerWatch::process_state(victim_pid)) usleep(1000);
       if (word[0] != 42) return 12;  // a plain read: the fault asks the owner to give the block up
     }
     if (layer == "invoke") {

@@ -74,11 +74,6 @@ std::string PeerWatch::lost(int r) {
   return stopped_for_too_long(r);
 }
 
-void PeerWatch::check(int r, std::string_view what) {
-  std::string why = lost(r);
-  if (!why.empty()) fail(what, ": rank ", r, " ", why, "; the job cannot go on without it");
-}
-
 int PeerWatch::first_lost(std::string* why) {
   for (int r = 0; r < static_cast<int>(o_.pids.size()); ++r) {
     std::string w = lost(r);
@@ -89,13 +84,11 @@ int PeerWatch::first_lost(std::string* why) {
   return -1;
 }
 
-void PeerWatch::check_all(std::string_view what) {
+int PeerWatch::first_lost_if_due(std::string* why) {
   const int64_t now = now_ms();
   int64_t next = next_all_.load(std::memory_order_relaxed);
-  if (now < next || !next_all_.compare_exchange_strong(next, now + kAllPollMs, std::memory_order_relaxed)) return;
-  std::string why;
-  const int r = first_lost(&why);
-  if (r >= 0) fail(what, ": rank ", r, " ", why, "; the job cannot go on without it");
+  if (now < next || !next_all_.compare_exchange_strong(next, now + kAllPollMs, std::memory_order_relaxed)) return -1;
+  return first_lost(why);
 }
 
 }  // namespace loom::runtime

@@ -13,9 +13,9 @@
 #include <chrono>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "loom/dsm/common/error.hpp"
 #include "loom/dsm/fabric/fabric.hpp"
 
 namespace loom::runtime {
@@ -35,13 +35,25 @@ class PeerWatch {
   // string while it can. A kill(2) per call; where stops are watched, a read of /proc at most
   // every kStopPollMs per rank.
   std::string lost(int r);
-  // Fails with "<what>: rank r <why>" if rank r cannot take part.
-  void check(int r, std::string_view what);
+  // Fails with "<what...>: rank r <why>" if rank r cannot take part. The message is formed only
+  // then: a check that passes allocates nothing (waits inside fault handlers call it).
+  template <typename... What>
+  void check(int r, const What&... what) {
+    std::string why = lost(r);
+    if (!why.empty()) fail(what..., ": rank ", r, " ", why, "; the job cannot go on without it");
+  }
   // The same over every other rank, at most once per kAllPollMs (a wait that may depend on any
   // rank: invocation's, the bootstrap's).
-  void check_all(std::string_view what);
+  template <typename... What>
+  void check_all(const What&... what) {
+    std::string why;
+    const int r = first_lost_if_due(&why);
+    if (r >= 0) fail(what..., ": rank ", r, " ", why, "; the job cannot go on without it");
+  }
   // The first other rank that cannot take part, or -1; `why` says why.
   int first_lost(std::string* why);
+  // first_lost() if kAllPollMs have passed since the last look (on any thread), else -1.
+  int first_lost_if_due(std::string* why);
 
   // The state letter of /proc/<pid>/stat ('R', 'S', 'T' stopped, 't' traced, ...); 0 when the
   // process cannot be read. Pure apart from the read: public for tests.

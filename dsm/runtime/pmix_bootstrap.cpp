@@ -114,7 +114,7 @@ void PmixBootstrap::fence(bool collect, const char* what) {
       b.spin_or_yield();
       continue;
     }
-    watch_->check_all(std::string("bootstrap: ") + what);  // leaves f behind if it fails
+    watch_->check_all("bootstrap: ", what);  // leaves f behind if it fails
     wait::futex_wait(&f->done, 0, std::chrono::milliseconds(20));
   }
   const pmix_status_t rc = f->status.load(std::memory_order_relaxed);

@@ -192,7 +192,7 @@ std::vector<std::byte> Service::call_sync(int dest, uint32_t function, std::span
   wait::Backoff b;
   while (pending->done.load(std::memory_order_acquire) == 0) {
     if (b.should_sleep()) {
-      watch_.check(dest, "service call to rank " + std::to_string(dest));
+      watch_.check(dest, "service call to rank ", dest);
       wait::futex_wait(&pending->done, 0, std::chrono::milliseconds(50));
     } else {
       b.spin_or_yield();
