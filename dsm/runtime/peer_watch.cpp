@@ -46,10 +46,7 @@ std::string PeerWatch::stopped_for_too_long(int r) {
   const size_t i = static_cast<size_t>(r);
   if (!o_.watch_stops || !o_.same_host[i]) return {};
   const int64_t now = now_ms();
-  if (now - looked_at_[i].load(std::memory_order_relaxed) < kStopPollMs) {
-    const int64_t since = stopped_since_[i].load(std::memory_order_relaxed);
-    if (since == 0 || o_.stopped_limit.count() == 0 || now - since < o_.stopped_limit.count()) return {};
-  } else {
+  if (now - looked_at_[i].load(std::memory_order_relaxed) >= kStopPollMs) {
     looked_at_[i].store(now, std::memory_order_relaxed);
     const char s = process_state(o_.pids[i]);
     // A launcher that has not reaped its process yet leaves a zombie, which kill(2) finds.

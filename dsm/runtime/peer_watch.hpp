@@ -59,9 +59,10 @@ class PeerWatch {
   // process cannot be read. Pure apart from the read: public for tests.
   static char process_state(int pid);
 
+  static constexpr int64_t kAllPollMs = 10;  // check_all looks at every rank at most this often
+
  private:
   static constexpr int64_t kStopPollMs = 10;
-  static constexpr int64_t kAllPollMs = 10;
   static int64_t now_ms();
   std::string stopped_for_too_long(int r);
 

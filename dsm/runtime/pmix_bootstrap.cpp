@@ -98,15 +98,17 @@ struct PendingFence {
 // is waited for here, asking between sleeps whether every peer can still take part: PMIx ends a
 // fence early when a process exits, but not when one is stopped.
 void PmixBootstrap::fence(bool collect, const char* what) {
+  if (watch_ == nullptr) {
+    pmix_info_t info;
+    PMIX_INFO_CONSTRUCT(&info);
+    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    const pmix_status_t rc = PMIx_Fence(nullptr, 0, &info, 1);
+    PMIX_INFO_DESTRUCT(&info);
+    return check(rc, what);
+  }
   auto* f = new PendingFence;
   PMIX_INFO_CONSTRUCT(&f->info);
   PMIX_INFO_LOAD(&f->info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
-  if (watch_ == nullptr) {
-    const pmix_status_t rc = PMIx_Fence(nullptr, 0, &f->info, 1);
-    PMIX_INFO_DESTRUCT(&f->info);
-    delete f;
-    return check(rc, what);
-  }
   check(PMIx_Fence_nb(nullptr, 0, &f->info, 1, &PendingFence::completed, f), what);
   wait::Backoff b;
   while (f->done.load(std::memory_order_acquire) == 0) {
@@ -123,11 +125,9 @@ void PmixBootstrap::fence(bool collect, const char* what) {
   if (rc != PMIX_SUCCESS) {
     // PMIx ends the fence when a process's connection closes, which may be a moment before the
     // process is gone as far as this host can tell: name it once it is.
-    std::string why;
     for (int tries = 0; tries < 100; ++tries) {
-      const int r = watch_->first_lost(&why);
-      if (r >= 0) fail("bootstrap: ", what, ": rank ", r, " ", why, "; the job cannot go on without it");
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      watch_->check_all("bootstrap: ", what);
+      std::this_thread::sleep_for(std::chrono::milliseconds(PeerWatch::kAllPollMs));
     }
     check(rc, what);
   }
