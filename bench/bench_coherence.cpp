@@ -258,6 +258,7 @@ double read_heavy(Runtime& rt, const Policy& p, int iters, uint64_t& misses, uin
 struct Args {
   bool quick = false;
   bool only_jacobi = false;
+  bool only_ablation = false;
   std::string csv;
 };
 
@@ -267,6 +268,7 @@ bool parse_args(int argc, char** argv, Args& a) {
     if (s == "--quick") a.quick = true;
     else if (s == "--csv" && i + 1 < argc) a.csv = argv[++i];
     else if (s == "--only" && i + 1 < argc && std::string(argv[i + 1]) == "jacobi") a.only_jacobi = true, ++i;
+    else if (s == "--only" && i + 1 < argc && std::string(argv[i + 1]) == "ablation") a.only_ablation = true, ++i;
     else return false;
   }
   return true;
@@ -298,7 +300,9 @@ struct Abl {
 // always inherits the caches and page tables of the same predecessor; each figure is a median.
 std::vector<Abl> ablation(Runtime& rt, bool quick) {
   const std::vector<const char*> policies = {"floating-ts", "floating-dir", "fixed-ts", "fixed-dir"};
-  const int reps = quick ? 1 : balanced_cycle(static_cast<int>(policies.size()));
+  // Two full cycles: a read-heavy run lasts ~60 ms, and one slow stretch of this machine should
+  // not be a median.
+  const int reps = quick ? 1 : 2 * balanced_cycle(static_cast<int>(policies.size()));
   std::vector<std::vector<double>> w(policies.size()), rd(policies.size());
   std::vector<uint64_t> misses(policies.size(), 0), rereads(policies.size(), 0);
   for (int rep = 0; rep < reps; ++rep)
@@ -306,21 +310,24 @@ std::vector<Abl> ablation(Runtime& rt, bool quick) {
       Policy p = Policy::parse(policies[static_cast<size_t>(k)]);
       w[static_cast<size_t>(k)].push_back(write_heavy(rt, p, quick ? 100 : 500));
       rd[static_cast<size_t>(k)].push_back(
-          read_heavy(rt, p, quick ? 50 : 200, misses[static_cast<size_t>(k)], rereads[static_cast<size_t>(k)]));
+          read_heavy(rt, p, quick ? 50 : 1000, misses[static_cast<size_t>(k)], rereads[static_cast<size_t>(k)]));
     });
   std::vector<Abl> abl;
   for (size_t k = 0; k < policies.size(); ++k) abl.push_back({policies[k], median(w[k]), median(rd[k]), misses[k], rereads[k]});
   return abl;
 }
 
-std::vector<Row> rows_of(const Floors& f, const Micro& m, const std::vector<Abl>& abl) {
-  std::vector<Row> rows = {
-      {"fabric-read", 4096, "us", f.read4k, "us"},          {"fabric-read", 8, "us", f.read8, "us"},
-      {"page-fault-floor", 4096, "us", f.fault, "us"},       {"read-miss", 4096, "us", m.read_miss, "us"},
-      {"read-miss-explicit", 4096, "us", m.read_miss_explicit, "us"},
-      {"first-write", 4096, "us", m.first_write, "us"},      {"release-per-block", 4096, "us", m.release_block, "us"},
-      {"lock-unlock", 0, "us", m.lock_unlock, "us"},         {"lock-unlock-contended", 0, "us", m.lock_contended, "us"},
-      {"barrier", 0, "us", m.barrier, "us"}};
+std::vector<Row> micro_rows(const Floors& f, const Micro& m) {
+  return {{"fabric-read", 4096, "us", f.read4k, "us"},          {"fabric-read", 8, "us", f.read8, "us"},
+          {"page-fault-floor", 4096, "us", f.fault, "us"},       {"read-miss", 4096, "us", m.read_miss, "us"},
+          {"read-miss-explicit", 4096, "us", m.read_miss_explicit, "us"},
+          {"first-write", 4096, "us", m.first_write, "us"},      {"release-per-block", 4096, "us", m.release_block, "us"},
+          {"lock-unlock", 0, "us", m.lock_unlock, "us"},         {"lock-unlock-contended", 0, "us", m.lock_contended, "us"},
+          {"barrier", 0, "us", m.barrier, "us"}};
+}
+
+std::vector<Row> ablation_rows(const std::vector<Abl>& abl) {
+  std::vector<Row> rows;
   for (auto& a : abl) {
     rows.push_back({"write-heavy/" + a.name, 4096, "s", a.w, "s"});
     rows.push_back({"read-heavy/" + a.name, 4096, "s", a.r, "s"});
@@ -371,6 +378,7 @@ int main(int argc, char** argv) {
   if (!parse_args(argc, argv, a)) {
     if (rt.rank() == 0)
       std::fprintf(stderr, "usage: loomrun -n 2 bench_coherence [--quick] [--csv FILE]\n"
+                           "       loomrun -n 2 bench_coherence --only ablation [--quick] [--csv FILE]\n"
                            "       loomrun -n P bench_coherence --only jacobi [--quick] [--csv FILE]\n");
     return 2;
   }
@@ -382,6 +390,15 @@ int main(int argc, char** argv) {
   if (rt.size() != 2) {
     if (rt.rank() == 0) std::fprintf(stderr, "bench_coherence runs on 2 processes (loomrun -n 2)\n");
     return 2;
+  }
+  if (a.only_ablation) {
+    const std::vector<Abl> abl = ablation(rt, a.quick);
+    if (rt.rank() == 0) {
+      report_ablation(abl);
+      std::printf("load average: %.2f\n", load_average());
+      if (!a.csv.empty()) write_csv(a.csv, ablation_rows(abl));
+    }
+    return 0;
   }
   Floors f;
   f.read4k = fabric_read_us(rt, 4096, a.quick ? 2000 : 20000);
@@ -396,7 +413,8 @@ int main(int argc, char** argv) {
     report_micro(f, m);
     report_ablation(abl);
     report_targets(f, m);
-    std::vector<Row> rows = rows_of(f, m, abl);
+    std::vector<Row> rows = micro_rows(f, m);
+    for (auto& r : ablation_rows(abl)) rows.push_back(r);
     rows.insert(rows.end(), jacobi.begin(), jacobi.end());
     if (!a.csv.empty()) write_csv(a.csv, rows);
   }

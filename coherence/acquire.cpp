@@ -23,12 +23,15 @@ void Space::Impl::apply_notices(std::optional<LaneGuard>& lane) {
   std::vector<Notice> fresh, chunks;
   {
     std::lock_guard<std::mutex> g(notice_mu);
-    // Nothing new since the last acquire applied them (every region is installed everywhere
-    // before anyone writes to it, so no notice waited for its region).
-    if (notices.generation() == notices_applied) return;
-    notices_applied = notices.generation();
-    st_notices.fetch_add(notices.entries().size(), std::memory_order_relaxed);
+    // Only the entries changed since the last acquire applied them: an entry applied before
+    // left known_wts (or chunk_known) at its wts or above, and those only grow (every region is
+    // installed everywhere before anyone writes to it, so no notice waited for its region).
+    const uint64_t since = notices_applied;
+    notices_applied = notices.changes();
+    if (since == notices_applied) return;
     for (const Notice& e : notices.entries()) {
+      if (e.seq <= since) continue;
+      st_notices.fetch_add(1, std::memory_order_relaxed);
       RegionState* rs = state_by_id(static_cast<uint32_t>(e.key >> 32));
       if (rs == nullptr) continue;  // a region destroyed since
       size_t b = e.key & 0xffffffffu;
@@ -140,6 +143,16 @@ void Space::Impl::apply_invalidation_flags(std::optional<LaneGuard>& lane) {
 size_t Space::Impl::serialize_notices(uint8_t* out) {
   std::lock_guard<std::mutex> g(notice_mu);
   return notices.serialize(out);
+}
+
+// What round k's partner of the barrier lacks: the entries changed since the last barrier sent
+// it ours (it merged those: a barrier's rounds complete in order at both ends).
+size_t Space::Impl::serialize_notices_for_round(int k, uint8_t* out) {
+  std::lock_guard<std::mutex> g(notice_mu);
+  uint64_t& sent = notices_sent[static_cast<size_t>(k)];
+  const size_t len = notices.serialize_since(sent, out);
+  sent = notices.changes();
+  return len;
 }
 
 }  // namespace loom::coherence

@@ -18,7 +18,7 @@ void Space::Impl::exchange_notices(Lane& l, int k, int parity, uint64_t epoch, c
   const int to = (rank + (1 << k)) % n;
   const int from = ((rank - (1 << k)) % n + n) % n;
   const size_t flag_off = sl.mbox_bytes - 8;
-  size_t len = serialize_notices(l.bytes(Scratch::kNoticesOut));
+  size_t len = serialize_notices_for_round(k, l.bytes(Scratch::kNoticesOut));
   l.post(to, fabric::Opcode::Write, Scratch::kNoticesOut, static_cast<uint32_t>(len), mbox_addr(to, k, parity), sync_rkey(to));
   l.set_word(Scratch::kTicket, runtime::Collectives::ticket_of(call));
   l.set_word(Scratch::kEpoch, epoch);

@@ -11,14 +11,15 @@ void NoticeBuffer::add(const Notice& n) {
   if (it != index.end()) {
     Notice& e = entries_[it->second];
     if (n.wts <= e.wts) return;
-    e = n, ++generation_;
+    e = n;
+    e.seq = ++seq_;
     if (n.chunk) drop_covered_by(n);
     return;
   }
   if (n.wts <= min_wts_ || covered_by_chunk(n)) return;  // already covered by the lease bound or a chunk
-  ++generation_;
   index.emplace(n.key, entries_.size());
   entries_.push_back(n);
+  entries_.back().seq = ++seq_;
   if (n.chunk) drop_covered_by(n);
   if (entries_.size() > cap_) fold();
 }
@@ -73,11 +74,11 @@ void NoticeBuffer::coalesce_into_chunks(size_t drop) {
   std::erase_if(entries_, [&](Notice& n) {
     auto it = merged.find(chunk_key(n.key));
     if (it == merged.end()) return false;
-    if (n.chunk) n.wts = it->second.wts;
+    if (n.chunk && n.wts < it->second.wts) n.wts = it->second.wts, n.seq = ++seq_;
     return !n.chunk && n.wts <= it->second.wts;
   });
   for (const auto& [key, c] : merged)
-    if (!c.here) entries_.push_back(Notice{key, c.wts, 0, false, true});
+    if (!c.here) entries_.push_back(Notice{key, c.wts, 0, false, true, ++seq_});
   reindex();
 }
 
@@ -138,16 +139,26 @@ void NoticeBuffer::merge(const NoticeBuffer& other) {
 }
 
 size_t NoticeBuffer::serialize(uint8_t* out) const {
-  NoticeHeader h{kNoticeMagic, static_cast<uint32_t>(entries_.size()), min_wts_};
-  std::memcpy(out, &h, sizeof h);
-  uint8_t* p = out + sizeof h;
+  const size_t len = write_wire(0, out);
+  last_wire_.assign(out, out + len);
+  return len;
+}
+
+size_t NoticeBuffer::serialize_since(uint64_t since, uint8_t* out) const { return write_wire(since, out); }
+
+size_t NoticeBuffer::write_wire(uint64_t since, uint8_t* out) const {
+  uint8_t* p = out + sizeof(NoticeHeader);
+  uint32_t count = 0;
   for (const Notice& n : entries_) {
+    if (n.seq <= since) continue;
     uint64_t tw = (n.wts << 16) | (n.claimed ? kNoticeClaimed : 0) | (n.chunk ? kNoticeChunk : 0) | n.writer;
     std::memcpy(p, &n.key, 8);
     std::memcpy(p + 8, &tw, 8);
     p += kNoticeBytes;
+    ++count;
   }
-  last_wire_.assign(out, p);
+  const NoticeHeader h{kNoticeMagic, count, min_wts_};
+  std::memcpy(out, &h, sizeof h);
   return static_cast<size_t>(p - out);
 }
 

@@ -23,6 +23,7 @@ struct Notice {
   // A chunk notice: key names the first of kChunkBlocks blocks, some of which were written with
   // versions up to wts (writer 0, not claimed: the versions' places are not known).
   bool chunk = false;
+  uint64_t seq = 0;  // the buffer's change count when this entry last changed (not on the wire)
 };
 inline constexpr uint64_t kChunkBlocks = 64;
 inline constexpr uint64_t chunk_key(uint64_t key) { return key & ~(kChunkBlocks - 1); }
@@ -53,21 +54,22 @@ class NoticeBuffer {
   // Serializes into out (at least wire_bytes()); returns the bytes written. The bytes are kept:
   // merging them back later is a no-op and is skipped.
   size_t serialize(uint8_t* out) const;
+  // Serializes min_wts and only the entries changed after change count `since` (0: all of
+  // them): what a receiver that merged everything serialized for it up to `since` lacks. The
+  // bytes are not kept as the last serialization.
+  size_t serialize_since(uint64_t since, uint8_t* out) const;
+  // Counts changes of entries (added, raised, made by folding): entries with seq > a count
+  // taken before changed after it.
+  uint64_t changes() const { return seq_; }
   size_t wire_bytes() const { return notice_wire_bytes(entries_.size()); }
 
   uint64_t min_wts() const { return min_wts_; }
   void raise_min_wts(uint64_t t) {
-    if (t > min_wts_) min_wts_ = t, ++generation_;
+    if (t > min_wts_) min_wts_ = t;
   }
-  // Changes whenever the buffer's knowledge does: an acquirer that applied this generation has
-  // nothing new to apply.
-  uint64_t generation() const { return generation_; }
   const std::vector<Notice>& entries() const { return entries_; }
   size_t capacity() const { return cap_; }
-  void clear() {
-    entries_.clear(), index_.clear(), chunk_index_.clear(), min_wts_ = 0;
-    ++generation_;
-  }
+  void clear() { entries_.clear(), index_.clear(), chunk_index_.clear(), min_wts_ = 0; }
 
  private:
   void fold();
@@ -80,9 +82,10 @@ class NoticeBuffer {
   void drop_covered_by(Notice chunk);  // a copy: entries_ moves under it
   // The oldest `drop` entries (of the block notices only, or of all) to the front.
   void oldest_first(size_t drop, bool blocks_only);
+  size_t write_wire(uint64_t since, uint8_t* out) const;
   size_t cap_;
+  uint64_t seq_ = 0;
   uint64_t min_wts_ = 0;
-  uint64_t generation_ = 0;
   std::vector<Notice> entries_;
   std::unordered_map<uint64_t, size_t> index_;        // block notices by key
   std::unordered_map<uint64_t, size_t> chunk_index_;  // chunk notices by key

@@ -16,6 +16,10 @@ namespace {
 constexpr size_t kBatch = (Scratch::kWtsRing - Scratch::kDirectory) / 16;
 // CAS results go to the staging area, 8 bytes each.
 static_assert(kBatch * 8 <= kMaxBlock);
+// Rounds a batch takes at most. Two processes that acquire together often revalidate the same
+// entries (the same chunk notice reached both through one barrier) and race to extend their
+// leases: the CAS that loses reads the entry again instead of dropping a valid copy to a fault.
+constexpr int kRevalidationRounds = 8;
 }  // namespace
 
 // fence_mu held; timestamp policies only (entries of 16 bytes).
@@ -30,58 +34,82 @@ void Space::Impl::revalidate_expired(std::optional<LaneGuard>& lane, std::vector
 void Space::Impl::revalidate_batch(std::optional<LaneGuard>& lane, std::span<Suspect> batch) {
   if (!lane) lane.emplace(lanes);
   Lane& l = **lane;
-  // 1. Every entry, in one pipelined batch.
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const Suspect& s = batch[i];
-    const int mgr = s.rs->r->manager(s.m->block);
-    l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory + 16 * i, 16, s.rs->dir_addr(mgr, s.m->block), s.rs->rkey(mgr));
+  for (int round = 0; round < kRevalidationRounds; ++round) {
+    // 1. Every entry still to be read, in one pipelined batch.
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const Suspect& s = batch[i];
+      if (s.step != Suspect::Step::Read) continue;
+      const int mgr = s.rs->r->manager(s.m->block);
+      l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory + 16 * i, 16, s.rs->dir_addr(mgr, s.m->block), s.rs->rkey(mgr));
+    }
+    l.wait();
+    if (judge_entries(l, batch)) l.wait();
+    if (!settle_suspects(lane, batch, round + 1 == kRevalidationRounds)) return;
   }
-  l.wait();
-  // 2. Copies whose version is still the entry's: adopt a lease that covers the bound, or ask for
-  // one with a CAS from the word just read (a successful CAS is itself a validation). The
-  // others are dropped, aimed at the version the entry names (or, while it is locked or
-  // exclusive, at the entry).
-  std::vector<uint8_t> extend(batch.size(), 0);
+}
+
+// 2. Copies whose version is still the entry's: adopt a lease that covers the bound, or ask for
+// one with a CAS from the word just read (a successful CAS is itself a validation). The others
+// are to be dropped, aimed at the version the entry names (or, while it is locked or exclusive,
+// at the entry). Returns whether a CAS was posted.
+bool Space::Impl::judge_entries(Lane& l, std::span<Suspect> batch) {
+  bool posted = false;
   for (size_t i = 0; i < batch.size(); ++i) {
-    BlockMeta& m = *batch[i].m;
+    Suspect& s = batch[i];
+    if (s.step != Suspect::Step::Read) continue;
+    BlockMeta& m = *s.m;
     const size_t off = Scratch::kDirectory + 16 * i;
     const DirWord w{l.word(off)};
     uint64_t wts;
     std::memcpy(&wts, l.bytes(off + 8), 8);
     std::lock_guard<std::mutex> g(m.mu);
-    batch[i].keep = false;
-    const uint64_t bound = batch[i].bound;
-    if (m.state != State::Clean || m.rts >= bound) continue;  // changed meanwhile: nothing to do
+    s.step = Suspect::Step::Drop;
+    if (m.state != State::Clean || m.rts >= s.bound) continue;  // changed meanwhile: settled in step 3
     if (w.locked() || w.exclusive() || wts != m.data_wts || w.home() >= n) {
       const bool named = !w.locked() && !w.exclusive() && w.home() < n && wts > m.data_wts;
       if (named) m.hint_home = w.home();
       m.hint_wts = named ? wts : kUnknownWts;
       continue;
     }
-    batch[i].word = w;
-    if (w.rts() >= bound) {
-      batch[i].keep = true;
+    s.word = w;
+    if (w.rts() >= s.bound) {
+      s.step = Suspect::Step::Keep;
       continue;
     }
-    const uint64_t want = std::max(wts, bound) + lease;
-    const int mgr = batch[i].rs->r->manager(m.block);
-    l.post(mgr, fabric::Opcode::CompareSwap, Scratch::kBlock + 8 * i, 8, batch[i].rs->dir_addr(mgr, m.block), batch[i].rs->rkey(mgr),
-           w.raw, w.with_rts(want).raw);
-    extend[i] = 1;
+    const uint64_t want = std::max(wts, s.bound) + lease;
+    const int mgr = s.rs->r->manager(m.block);
+    l.post(mgr, fabric::Opcode::CompareSwap, Scratch::kBlock + 8 * i, 8, s.rs->dir_addr(mgr, m.block), s.rs->rkey(mgr), w.raw,
+           w.with_rts(want).raw);
+    s.step = Suspect::Step::Extending;
+    posted = true;
   }
-  l.wait();
-  // 3. Keep what validated; drop the rest.
+  return posted;
+}
+
+// 3. Keep what validated; drop the rest. An extension that lost its CAS reads the entry again
+// in the next round (its copy is dropped in the last). Returns whether any is to be read again.
+bool Space::Impl::settle_suspects(std::optional<LaneGuard>& lane, std::span<Suspect> batch, bool last_round) {
+  Lane& l = **lane;
+  bool again = false;
   for (size_t i = 0; i < batch.size(); ++i) {
     Suspect& s = batch[i];
+    if (s.step == Suspect::Step::Settled || s.step == Suspect::Step::Read) continue;
     BlockMeta& m = *s.m;
     std::lock_guard<std::mutex> g(m.mu);
+    const Suspect::Step step = s.step;
+    s.step = Suspect::Step::Settled;
     if (m.state == State::Invalid || m.rts >= s.bound) continue;
-    if (extend[i] != 0) {
-      const DirWord want = s.word.with_rts(std::max(m.data_wts, s.bound) + lease);
-      s.keep = l.word(Scratch::kBlock + 8 * i) == s.word.raw;
-      s.word = want;
+    bool keep = step == Suspect::Step::Keep;
+    if (step == Suspect::Step::Extending) {
+      keep = l.word(Scratch::kBlock + 8 * i) == s.word.raw;
+      if (!keep && !last_round && m.state == State::Clean) {
+        s.step = Suspect::Step::Read;
+        again = true;
+        continue;
+      }
+      s.word = s.word.with_rts(std::max(m.data_wts, s.bound) + lease);
     }
-    if (s.keep && m.state == State::Clean) {
+    if (keep && m.state == State::Clean) {
       m.rts = s.word.rts();
       m.word0 = s.word;
       st_reval.fetch_add(1, std::memory_order_relaxed);
@@ -89,6 +117,7 @@ void Space::Impl::revalidate_batch(std::optional<LaneGuard>& lane, std::span<Sus
       drop(lane, *s.rs, m);
     }
   }
+  return again;
 }
 
 }  // namespace loom::coherence

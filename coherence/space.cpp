@@ -48,6 +48,7 @@ void Space::Impl::create_lanes() {
 
 void Space::Impl::create_sync_memory() {
   sl = SyncLayout(n, cfg.sync_objects, notice_cap_bytes());
+  notices_sent.assign(static_cast<size_t>(sl.rounds), 0);
   sync = rt.allocator().allocate_chunk(sl.total);
   std::memset(sync.addr, 0, sync.size);
   sync_remote = rt.bootstrap().allgather_value(locator_of(sync, rank));

@@ -71,7 +71,10 @@ struct Space::Impl {
   DirtyList dirty;
   std::mutex notice_mu;
   NoticeBuffer notices;
-  uint64_t notices_applied = UINT64_MAX;  // the generation of `notices` the last acquire applied (notice_mu)
+  uint64_t notices_applied = 0;  // notices.changes() when the last acquire applied them (notice_mu)
+  // Per dissemination round: notices.changes() when this process last sent its notices to that
+  // round's partner (always the same process), which has merged everything sent before.
+  std::vector<uint64_t> notices_sent;
   uint64_t acq_ts = 0;  // written under fence_mu; read relaxed by the read path
 
   // The local part of the barrier: the last thread of this process to arrive runs the global one.
@@ -184,14 +187,19 @@ struct Space::Impl {
   void apply_lease_bound(std::optional<LaneGuard>& lane, uint64_t incoming_min_wts);
   // A clean copy whose lease the bound passed (revalidate.cpp).
   struct Suspect {
+    // Where its revalidation stands: its entry to be read; kept, or being extended, with `word`;
+    // to be dropped (unless its state changed meanwhile); settled.
+    enum class Step : uint8_t { Read, Keep, Extending, Drop, Settled };
     RegionState* rs;
     BlockMeta* m;
     uint64_t bound;  // the copy is valid if its lease reaches this (acq_ts, or a chunk notice's wts)
     DirWord word{};
-    bool keep = false;
+    Step step = Step::Read;
   };
   void revalidate_expired(std::optional<LaneGuard>& lane, std::vector<Suspect>& suspects);
   void revalidate_batch(std::optional<LaneGuard>& lane, std::span<Suspect> batch);
+  bool judge_entries(Lane& l, std::span<Suspect> batch);
+  bool settle_suspects(std::optional<LaneGuard>& lane, std::span<Suspect> batch, bool last_round);
   void apply_invalidation_flags(std::optional<LaneGuard>& lane);
   void apply_chunk_notices(std::optional<LaneGuard>& lane, const std::vector<Notice>& chunks);
   template <typename... What>
@@ -205,6 +213,7 @@ struct Space::Impl {
     acquire_locked(min_wts);
   }
   size_t serialize_notices(uint8_t* out);
+  size_t serialize_notices_for_round(int k, uint8_t* out);
 
   // ---- barrier (barrier.cpp) ----
   void global_barrier(const runtime::CollectiveCall& call);

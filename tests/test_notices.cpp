@@ -1,7 +1,10 @@
 // The write-notice buffer (coherence/notices.hpp): newest per block, folding, the wire form.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "loom/coherence/notices.hpp"
@@ -14,10 +17,20 @@ using loom::coherence::NoticeHeader;
 using loom::coherence::notice_wire_bytes;
 
 namespace {
-std::vector<uint8_t> wire(const NoticeBuffer& b) {
+// The whole buffer (serialize), or the entries changed after a count (serialize_since).
+std::vector<uint8_t> wire(const NoticeBuffer& b, std::optional<uint64_t> since = std::nullopt) {
   std::vector<uint8_t> out(notice_wire_bytes(b.capacity()));
-  out.resize(b.serialize(out.data()));
+  out.resize(since ? b.serialize_since(*since, out.data()) : b.serialize(out.data()));
   return out;
+}
+// What a buffer knows: its bound, then every (key, wts, chunk, writer), sorted.
+std::vector<uint64_t> knowledge(const NoticeBuffer& b) {
+  std::vector<uint64_t> k{b.min_wts()};
+  std::vector<std::array<uint64_t, 4>> e;
+  for (const Notice& n : b.entries()) e.push_back({n.key, n.wts, n.chunk ? 1u : 0u, n.writer});
+  std::sort(e.begin(), e.end());
+  for (const auto& x : e) k.insert(k.end(), x.begin(), x.end());
+  return k;
 }
 }  // namespace
 
@@ -188,4 +201,43 @@ TEST(NoticeBuffer, MergeTakesTheOthersBoundAndNotices) {
   ASSERT_EQ(a.entries().size(), 1u) << "block 2's notice is under the bound";
   EXPECT_EQ(a.entries()[0].wts, 12u);
   EXPECT_EQ(kNoticeMagic, 0x4c4e4f54u);
+}
+
+// The barrier sends each partner only what changed since it last sent it anything: an entry
+// added, raised, or made or raised by folding; never one that changed before.
+TEST(NoticeBuffer, SerializeSinceCarriesOnlyTheEntriesChangedAfterACount) {
+  NoticeBuffer a(8);
+  a.add(Notice{1, 10, 0});
+  a.add(Notice{2, 11, 1});
+  const uint64_t sent = a.changes();
+  a.add(Notice{2, 9, 1});   // older: no change
+  EXPECT_EQ(a.changes(), sent);
+  a.add(Notice{2, 15, 1});  // raised
+  a.add(Notice{3, 12, 1});  // added
+  a.raise_min_wts(2);
+  NoticeBuffer b(8);
+  ASSERT_TRUE(b.merge_wire(wire(a, sent), 4));
+  EXPECT_EQ(b.min_wts(), 2u) << "the bound always travels";
+  ASSERT_EQ(b.entries().size(), 2u);
+  EXPECT_EQ(b.entries()[0].key, 2u);
+  EXPECT_EQ(b.entries()[0].wts, 15u);
+  EXPECT_EQ(b.entries()[1].key, 3u);
+  EXPECT_TRUE(wire(a, a.changes()).size() == sizeof(NoticeHeader)) << "nothing changed since the last count";
+}
+
+// A receiver that merged every delta knows what one that merged the whole buffer each time
+// knows, across overflow (coalescing into chunks, folding into the bound).
+TEST(NoticeBuffer, DeltasAddUpToTheWholeBufferAcrossFolds) {
+  NoticeBuffer a(8), whole(8), delta(8);
+  uint64_t sent = 0;
+  for (uint64_t step = 1; step <= 60; ++step) {
+    const uint64_t chunk = (step * 5) % 3, block = (step * 7) % kChunkBlocks;
+    a.add(Notice{(uint64_t{1} << 32) | (chunk * kChunkBlocks + block), step * 10, static_cast<uint32_t>(step % 4)});
+    if (step % 3 != 0) continue;  // a few changes between two barriers
+    ASSERT_TRUE(whole.merge_wire(wire(a), 4));
+    ASSERT_TRUE(delta.merge_wire(wire(a, sent), 4));
+    sent = a.changes();
+    EXPECT_EQ(knowledge(delta), knowledge(whole)) << "step " << step;
+  }
+  EXPECT_GT(a.min_wts() + a.entries().size(), 0u);
 }
