@@ -44,10 +44,14 @@ void Space::Impl::apply_notices(std::optional<LaneGuard>& lane) {
       fresh.push_back(e);
     }
   }
+  // In block order: the dropped copies close in runs.
+  std::sort(fresh.begin(), fresh.end(), [](const Notice& a, const Notice& b) { return a.key < b.key; });
+  InvalidationRun dropped(*this);
   for (const Notice& e : fresh) {
     RegionState* rs = state_by_id(static_cast<uint32_t>(e.key >> 32));
     BlockMeta& m = rs->meta[e.key & 0xffffffffu];
-    std::lock_guard<std::mutex> g(m.mu);
+    dropped.before_lock(*rs, m.block);
+    std::unique_lock<std::mutex> g(m.mu);
     if (e.wts <= m.known_wts.load(std::memory_order_relaxed)) continue;
     m.known_wts.store(e.wts, std::memory_order_relaxed);
     if (m.data_wts >= e.wts) continue;
@@ -57,8 +61,9 @@ void Space::Impl::apply_notices(std::optional<LaneGuard>& lane) {
       // alone first (it says E, and the downgrade follows), so the data is read once.
       m.hint_wts = e.claimed ? kUnknownWts : e.wts;
     }
-    drop(lane, *rs, m);
+    dropped.drop(lane, *rs, m, g);
   }
+  dropped.close();
   apply_chunk_notices(lane, chunks);
 }
 
@@ -116,6 +121,7 @@ void Space::Impl::apply_lease_bound(std::optional<LaneGuard>& lane, uint64_t inc
 
 // The flags are scanned only in regions whose counter moved, eight at a time.
 void Space::Impl::apply_invalidation_flags(std::optional<LaneGuard>& lane) {
+  InvalidationRun dropped(*this);
   for (auto& a : regions) {
     RegionState* rs = a.load(std::memory_order_acquire);
     if (rs == nullptr) continue;
@@ -132,12 +138,14 @@ void Space::Impl::apply_invalidation_flags(std::optional<LaneGuard>& lane) {
       for (size_t j = 0; j < k; ++j) {
         if (std::atomic_ref<uint8_t>(flags[b + j]).exchange(0) == 0) continue;
         BlockMeta& m = rs->meta[b + j];
-        std::lock_guard<std::mutex> g(m.mu);
+        dropped.before_lock(*rs, b + j);
+        std::unique_lock<std::mutex> g(m.mu);
         m.hint_wts = kUnknownWts;  // the directory says which version to read
-        drop(lane, *rs, m);
+        dropped.drop(lane, *rs, m, g);
       }
     }
   }
+  dropped.close();
 }
 
 size_t Space::Impl::serialize_notices(uint8_t* out) {

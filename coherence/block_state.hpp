@@ -32,6 +32,7 @@ struct BlockMeta : boost::intrusive::list_base_hook<> {
   uint64_t rts = 0;        // lease: the copy is valid while acq_ts <= rts
   std::atomic<uint64_t> known_wts{0};  // newest notice applied; written under mu, peeked without it
   DirWord word0;           // last word0 seen unlocked (the releaser's CAS guess)
+  bool whole = false;      // Dirty by an overwrite: no twin; the release publishes the copy whole
   uint32_t region_slot = 0;
   uint32_t block = 0;
 };

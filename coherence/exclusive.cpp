@@ -142,6 +142,8 @@ std::vector<std::byte> Space::Impl::serve_downgrade(std::span<const std::byte> p
     fail("dsm: downgrade request from rank ", from, " names blocks [", q.block, ", +", q.count, ") of ", rs->r->blocks());
   region::InRuntime ir;
   LaneGuard lane(lanes);
+  std::vector<std::unique_lock<std::mutex>> run;  // exclusive blocks [first, first + size), held
+  size_t first = q.block;
   for (size_t b = q.block; b < size_t{q.block} + q.count; ++b) {
     BlockMeta& m = rs->meta[b];
     // The asked block itself: its mutex as for any downgrade (a claim being flushed holds it).
@@ -150,15 +152,29 @@ std::vector<std::byte> Space::Impl::serve_downgrade(std::span<const std::byte> p
     // run of twinned blocks while it fetches the next), which must never wait for this service
     // thread in turn; a block claimed but not yet flushed is asked for again by its own fetch.
     if (b != q.block && m.state != State::Exclusive) continue;
-    std::lock_guard<std::mutex> g(m.mu);
+    std::unique_lock<std::mutex> g(m.mu);  // ascending, as every holder of several takes them
     if (m.state != State::Exclusive) continue;
-    rs->r->protect(b, 1, region::Protection::Read);  // writers here fault and wait for the mutex
-    release_block(*lane, *rs, m, true, Publication::Downgrade);
-    lane->wait();
-    st_downgrades.fetch_add(1, std::memory_order_relaxed);
-    rs->win_downgrades.fetch_add(1, std::memory_order_relaxed);
+    if (!run.empty() && (first + run.size() != b || run.size() >= kMaxDowngradeRun / 4)) downgrade_run(*lane, *rs, run, first);
+    if (run.empty()) first = b;
+    run.push_back(std::move(g));
   }
+  downgrade_run(*lane, *rs, run, first);
   return {};
+}
+
+// Gives up a run of adjacent exclusive blocks (their mutexes held): one mprotect stops this
+// process's writers on all of them (they fault and wait for the mutexes), then each is published
+// as a downgrade.
+void Space::Impl::downgrade_run(Lane& l, RegionState& rs, std::vector<std::unique_lock<std::mutex>>& run, size_t first) {
+  if (run.empty()) return;
+  rs.r->protect(first, run.size(), region::Protection::Read);
+  for (size_t i = 0; i < run.size(); ++i) {
+    release_block(l, rs, rs.meta[first + i], true, Publication::Downgrade);
+    l.wait();
+    st_downgrades.fetch_add(1, std::memory_order_relaxed);
+    rs.win_downgrades.fetch_add(1, std::memory_order_relaxed);
+  }
+  run.clear();  // unlocks
 }
 
 void Space::Impl::pause_if_injected() const {

@@ -15,10 +15,10 @@
 
 namespace loom::coherence {
 
-DirView Space::Impl::dir_view(Lane& l, const RegionState& rs, size_t b) {
-  const uint8_t* p = l.bytes(Scratch::kDirectory);
+DirView Space::Impl::dir_view(Lane& l, const RegionState& rs, size_t b, size_t off) {
+  const uint8_t* p = l.bytes(off);
   DirView d;
-  d.word0 = DirWord{l.word(Scratch::kDirectory + DirEntry::kWord0)};
+  d.word0 = DirWord{l.word(off + DirEntry::kWord0)};
   std::memcpy(&d.wts, p + DirEntry::kWts, 8);
   d.sharers = p + DirEntry::kSharers;
   if (d.word0.home() >= n)
@@ -133,22 +133,26 @@ void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m, DowngradeRun* ru
     }
     if (data_reads > 1) st_retries.fetch_add(data_reads - 1, std::memory_order_relaxed);
     st_fetched.fetch_add(data_reads * rs.r->block_size(), std::memory_order_relaxed);
-    m.data_wts = wts;
-    m.hint_home = d.word0.home();
-    m.hint_wts = wts;
-    m.rts = dir_mode ? UINT64_MAX : d.word0.rts();
-    m.word0 = d.word0;
-    m.state = State::Clean;  // the caller opens the application view if it needs to
-    // Another thread's acquire may have raised the lease floor while this fetch ran, and passed
-    // this block by while it was still invalid: a copy whose lease ends below the floor now
-    // would outlive that acquire. Revalidate it (the data is kept) with a lease past the floor.
-    if (!dir_mode && m.rts < floor_after_install(rs, b)) {
-      m.state = State::Invalid;
-      wts = m.data_wts;
-      continue;
-    }
-    return;
+    if (take_copy(rs, m, d, wts)) return;
+    wts = m.data_wts;
   }
+}
+
+// The validated version wts (its bytes in the runtime view already) becomes the copy: Clean,
+// with the entry's lease. False when it went back to Invalid (the data kept): another thread's
+// acquire may have raised the lease floor while the fetch ran, and passed this block by while it
+// was still invalid; a copy whose lease ends below the floor now would outlive that acquire, so
+// it is revalidated with a lease past the floor.
+bool Space::Impl::take_copy(RegionState& rs, BlockMeta& m, const DirView& d, uint64_t wts) {
+  m.data_wts = wts;
+  m.hint_home = d.word0.home();
+  m.hint_wts = wts;
+  m.rts = dir_mode ? UINT64_MAX : d.word0.rts();
+  m.word0 = d.word0;
+  m.state = State::Clean;  // the caller opens the application view if it needs to
+  if (dir_mode || m.rts >= floor_after_install(rs, m.block)) return true;
+  m.state = State::Invalid;
+  return false;
 }
 
 // A fetched version into the runtime view, word by word (relaxed atomics, plain moves on x86):
@@ -210,7 +214,8 @@ void Space::Impl::open_run(RegionState& rs, std::vector<std::unique_lock<std::mu
 // are read through the runtime's view, whose address this returns. The blocks a write makes
 // dirty are opened in runs of adjacent blocks, one mprotect per run of up to kMaxClaimRun
 // (their mutexes held until then, as a release holds its claims).
-const void* Space::Impl::declare(const void* p, size_t len, bool write) {
+const void* Space::Impl::declare(const void* p, size_t len, Access how) {
+  const bool write = how != Access::Read;
   region::Region* r = as->find(p);
   if (r == nullptr || !r->contains(p, len))
     fail("dsm: ", write ? "write" : "read", " of ", len, " bytes at ", p, ": not inside one shared region");
@@ -219,6 +224,10 @@ const void* Space::Impl::declare(const void* p, size_t len, bool write) {
   region::InRuntime ir;
   size_t first = r->block_of(p), last = r->block_of(static_cast<const uint8_t*>(p) + len - 1);
   std::optional<LaneGuard> lane;
+  if (last > first) {
+    lane.emplace(lanes);
+    prefetch(**lane, *rs, first, last + 1);
+  }
   std::vector<std::unique_lock<std::mutex>> run;  // twinned blocks [run_first, run_first + size)
   size_t run_first = 0;
   DowngradeRun asked;  // one downgrade request for the owner's blocks of the access
@@ -236,16 +245,21 @@ const void* Space::Impl::declare(const void* p, size_t len, bool write) {
     if (!write || m.state != State::Clean) continue;
     if (!run.empty() && (run_first + run.size() != b || run.size() >= kMaxClaimRun)) open_run(*rs, run, run_first);
     if (run.empty()) run_first = b;
-    twin_block(*rs, m);
+    // Overwritten whole: the blocks the range covers entirely need no twin.
+    const uint8_t* start = r->app_block(b);
+    const bool whole = how == Access::Overwrite && start >= p && start + r->block_size() <= static_cast<const uint8_t*>(p) + len;
+    if (whole) m.state = State::Dirty, m.whole = true;
+    else twin_block(*rs, m);
     run.push_back(std::move(g));
   }
   open_run(*rs, run, run_first);
   return r->runtime_view(p);
 }
 
-void Space::declare_read(const void* p, size_t n) { impl_->declare(p, n, false); }
-void Space::declare_write(void* p, size_t n) { impl_->declare(p, n, true); }
-const void* Space::declare_read_view(const void* p, size_t n) { return impl_->declare(p, n, false); }
+void Space::declare_read(const void* p, size_t n) { impl_->declare(p, n, Impl::Access::Read); }
+void Space::declare_write(void* p, size_t n) { impl_->declare(p, n, Impl::Access::Write); }
+void Space::declare_overwrite(void* p, size_t n) { impl_->declare(p, n, Impl::Access::Overwrite); }
+const void* Space::declare_read_view(const void* p, size_t n) { return impl_->declare(p, n, Impl::Access::Read); }
 
 void Space::on_fault(region::Region& r, size_t block, region::Access access) {
   Impl& I = *impl_;

@@ -53,7 +53,9 @@ void Space::Impl::take_master(Lane& l, RegionState& rs, BlockMeta& m, int home, 
   const int mgr = rs.r->manager(b);
   const size_t bs = rs.r->block_size();
   uint8_t* priv = rs.r->runtime_block(b);
-  if (unchanged) {
+  // Overwritten whole (declare_overwrite): our copy is the new master whatever was published
+  // meanwhile, so it is not read either.
+  if (unchanged || m.whole) {
     std::memcpy(master, priv, bs);
     // The previous blocks' publications stay in flight unless the sharers must be read.
     if (dir_mode) {
@@ -110,6 +112,7 @@ void Space::Impl::publish(Lane& l, RegionState& rs, size_t b, DirWord old, uint6
 // The copy's version and lease, then its state (peeked at without the block's mutex): Clean,
 // whatever it was (a release's Dirty, a downgrade's Exclusive).
 void Space::Impl::take_version(BlockMeta& m, uint64_t wts_new, DirWord w0_new) {
+  m.whole = false;
   m.data_wts = wts_new;
   m.rts = dir_mode ? UINT64_MAX : w0_new.rts();
   m.state = State::Clean;

@@ -91,11 +91,13 @@ bool Space::Impl::judge_entries(Lane& l, std::span<Suspect> batch) {
 bool Space::Impl::settle_suspects(std::optional<LaneGuard>& lane, std::span<Suspect> batch, bool last_round) {
   Lane& l = **lane;
   bool again = false;
+  InvalidationRun dropped(*this);
   for (size_t i = 0; i < batch.size(); ++i) {
     Suspect& s = batch[i];
     if (s.step == Suspect::Step::Settled || s.step == Suspect::Step::Read) continue;
     BlockMeta& m = *s.m;
-    std::lock_guard<std::mutex> g(m.mu);
+    dropped.before_lock(*s.rs, m.block);
+    std::unique_lock<std::mutex> g(m.mu);
     const Suspect::Step step = s.step;
     s.step = Suspect::Step::Settled;
     if (m.state == State::Invalid || m.rts >= s.bound) continue;
@@ -114,9 +116,10 @@ bool Space::Impl::settle_suspects(std::optional<LaneGuard>& lane, std::span<Susp
       m.word0 = s.word;
       st_reval.fetch_add(1, std::memory_order_relaxed);
     } else {
-      drop(lane, *s.rs, m);
+      dropped.drop(lane, *s.rs, m, g);
     }
   }
+  dropped.close();
   return again;
 }
 

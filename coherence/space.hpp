@@ -178,6 +178,10 @@ class Space final : public region::FaultSink {
   // Explicit access (no faults): declare a read or a write of [p, p+n) before making it.
   void declare_read(const void* p, size_t n);
   void declare_write(void* p, size_t n);
+  // declare_write of bytes this thread overwrites whole before its next release: the blocks
+  // inside [p, p+n) take no twin, and the release publishes them whole (no diff), whatever
+  // another process published meanwhile. Bytes left unwritten publish what they held.
+  void declare_overwrite(void* p, size_t n);
   // declare_read, and the address of the same bytes in the runtime's view of the region, which
   // never faults and costs no page-table change: valid for reading [p, p+n) until this thread's
   // next acquire (barrier, lock, acquiring atomic), after which it may show stale bytes.
@@ -189,6 +193,11 @@ class Space final : public region::FaultSink {
   template <typename T>
   T* writing(T* p, size_t n = 1) {
     declare_write(p, n * sizeof(T));
+    return p;
+  }
+  template <typename T>
+  T* overwriting(T* p, size_t n = 1) {
+    declare_overwrite(p, n * sizeof(T));
     return p;
   }
 

@@ -135,11 +135,24 @@ struct Space::Impl {
   bool read_entry(Lane& l, RegionState& rs, size_t b, DirView& d);
   void post_fetch_reads(Lane& l, RegionState& rs, size_t b, int home, bool have_data);
   bool extend_lease(Lane& l, RegionState& rs, size_t b, DirView& d, uint64_t wts);
-  DirView dir_view(Lane& l, const RegionState& rs, size_t b);
+  DirView dir_view(Lane& l, const RegionState& rs, size_t b, size_t off = Scratch::kDirectory);
+  bool take_copy(RegionState& rs, BlockMeta& m, const DirView& d, uint64_t wts);
+  // Pipelined misses of an explicit access to many blocks (prefetch.cpp).
+  struct Prefetch {
+    BlockMeta* m;
+    int home;
+    uint64_t wts;
+    bool ok;
+  };
+  static constexpr size_t kMaxPrefetch = 64;
+  void prefetch(Lane& l, RegionState& rs, size_t begin, size_t end);
+  void prefetch_batch(Lane& l, RegionState& rs, std::vector<Prefetch>& batch);
+  void aim_unknown(Lane& l, RegionState& rs, std::vector<Prefetch>& batch);
   void make_dirty(RegionState& rs, BlockMeta& m);
   void twin_block(RegionState& rs, BlockMeta& m);  // the twin and state Dirty; not yet listed or open
   void open_run(RegionState& rs, std::vector<std::unique_lock<std::mutex>>& held, size_t first);
-  const void* declare(const void* p, size_t n, bool write);
+  enum class Access : uint8_t { Read, Write, Overwrite };
+  const void* declare(const void* p, size_t n, Access how);
   uint64_t acq_ts_relaxed() { return std::atomic_ref<uint64_t>(acq_ts).load(std::memory_order_relaxed); }
   // Where a lease taken (or a version published) in block b must end at least: the acquire time,
   // or the newest chunk notice applied to b's chunk.
@@ -167,6 +180,30 @@ struct Space::Impl {
   void release();
   void invalidate(RegionState& rs, BlockMeta& m);
   void drop(std::optional<LaneGuard>& lane, RegionState& rs, BlockMeta& m);
+  // Clean copies an acquire drops, closed with one mprotect per run of adjacent blocks of a
+  // region instead of one per block (invalidation_run.cpp). Each block's mutex is held from its
+  // change to Invalid until its page is closed, as invalidate() does for one; blocks join in
+  // ascending order only (the order every holder of several block mutexes takes them).
+  class InvalidationRun {
+   public:
+    explicit InvalidationRun(Impl& s) : s_(s) {}
+    InvalidationRun(const InvalidationRun&) = delete;
+    InvalidationRun& operator=(const InvalidationRun&) = delete;
+    ~InvalidationRun();
+    // Before locking block b of rs: the run is closed unless b extends it.
+    void before_lock(const RegionState& rs, size_t b);
+    // Drops m (its mutex held by g): a clean copy joins the run (b extends it: before_lock),
+    // anything else is dropped as drop() does, after the run is closed.
+    void drop(std::optional<LaneGuard>& lane, RegionState& rs, BlockMeta& m, std::unique_lock<std::mutex>& g);
+    void close();  // the pages closed, the mutexes let go
+
+   private:
+    static constexpr size_t kMaxRun = 64;
+    Impl& s_;
+    RegionState* rs_ = nullptr;
+    size_t first_ = 0;
+    std::vector<std::unique_lock<std::mutex>> held_;  // blocks [first_, first_ + size)
+  };
 
   // ---- exclusive blocks (exclusive.cpp) ----
   bool claims_pay(const RegionState& rs) const;
@@ -178,6 +215,7 @@ struct Space::Impl {
   // entry has changed (then the entry says which version to read, or who holds it now).
   void request_downgrade(Lane& l, DirWord seen, RegionState& rs, size_t b, DowngradeRun* run = nullptr);
   std::vector<std::byte> serve_downgrade(std::span<const std::byte> payload, int from);
+  void downgrade_run(Lane& l, RegionState& rs, std::vector<std::unique_lock<std::mutex>>& run, size_t first);
   void register_downgrade();
   void unregister_downgrade();
 

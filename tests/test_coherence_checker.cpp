@@ -8,6 +8,8 @@
 // barrier must equal the replay's. Programs run back to back in one launch. Half the locks are
 // queue locks (Lock); the others are test-and-set locks on atomic words inside the region
 // (AtomicRef: CAS with acquire, store with release), which carry the same proof obligation.
+// Accesses are plain loads and stores or explicit ones (Space::reading of every block, which
+// pipelines the misses; Space::writing of one word).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -136,9 +138,17 @@ std::string run_batch(Space& s, uint64_t first_seed, int programs) {
         obs.push_back(pos);
         for (const Op& op : sec.ops) {
           uint64_t& w = base[word_index(op.word)];
+          // Half the reads through an explicit read of every block (pipelined misses), half the
+          // writes through an explicit write of the word; the rest plain loads and stores.
+          const bool explicit_access = (op.value & 1) != 0;
           switch (op.kind) {
-            case kRead: obs.push_back(w); break;
-            case kWrite: w = op.value; break;
+            case kRead:
+              obs.push_back(explicit_access ? s.reading(base, static_cast<size_t>(kBlocks) * kPerBlock)[word_index(op.word)] : w);
+              break;
+            case kWrite:
+              if (explicit_access) *s.writing(&w) = op.value;
+              else w = op.value;
+              break;
             case kInc: {
               uint64_t v = w;
               obs.push_back(v);

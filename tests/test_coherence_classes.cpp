@@ -318,6 +318,72 @@ TEST_P(ClassesWith, AnExplicitWriteOfARangeTakesNoFaultAndIsPublished) {
   });
 }
 
+// An overwrite (declare_overwrite) twins only the blocks the range covers in part; the release
+// publishes the others whole, and the partly covered ones as a diff, so the bytes beside the
+// range that another process wrote in the same interval survive.
+TEST_P(ClassesWith, AnOverwriteTwinsOnlyTheEdgesAndPublishesTheBlocksWhole) {
+  if (np() < 2) GTEST_SKIP() << "needs another process";
+  with_space(GetParam(), [](Config& c) { c.claims = loom::coherence::Claims::Off; }, [](Space& s) {
+    constexpr size_t kBlocks = 40;
+    auto& r = s.create_region(1 << 20, 4096, 0);
+    auto* v = r.new_array<uint64_t>(kBlocks * kWordsPerBlock);
+    // [half a block in, half a block before the end): 38 whole blocks and 2 partial ones.
+    const size_t lo = kWordsPerBlock / 2, hi = kBlocks * kWordsPerBlock - kWordsPerBlock / 2;
+    s.barrier();
+    for (uint64_t round = 1; round <= 3; ++round) {
+      const auto before = s.stats();
+      if (me() == 0) {
+        uint64_t* w = s.overwriting(v + lo, hi - lo);
+        for (size_t i = lo; i < hi; ++i) w[i - lo] = round * 1000000 + i;
+        EXPECT_EQ(s.stats().twins - before.twins, 2u) << "round " << round << ": only the partly covered blocks";
+        EXPECT_EQ(s.stats().faults, before.faults);
+      } else if (me() == 1) {
+        v[0] = round, v[kBlocks * kWordsPerBlock - 1] = round;  // beside the range, same blocks
+      }
+      s.barrier();
+      for (size_t i = lo; i < hi; ++i) ASSERT_EQ(v[i], round * 1000000 + i) << "round " << round;
+      EXPECT_EQ(v[0], round);
+      EXPECT_EQ(v[kBlocks * kWordsPerBlock - 1], round);
+      s.barrier();
+    }
+    s.destroy_region(r);
+  });
+}
+
+// An explicit read of many blocks another process wrote reads them in pipelined batches: every
+// block once (no re-read), the right bytes, under every policy (the directory policies' copies
+// are flagged, whose versions are unknown until the entries are read).
+TEST_P(ClassesWith, AnExplicitReadOfManyInvalidBlocksReadsEachOnce) {
+  if (np() < 2) GTEST_SKIP() << "needs another process";
+  with_space(GetParam(), [](Config& c) { c.claims = loom::coherence::Claims::Off; }, [](Space& s) {
+    constexpr size_t kBlocks = 150;  // more than two batches
+    auto& r = s.create_region(1 << 20, 4096, 0);
+    auto* v = r.new_array<uint64_t>(kBlocks * kWordsPerBlock);
+    s.barrier();
+    const uint64_t* all = s.reading(v, kBlocks * kWordsPerBlock);  // every process holds a copy
+    EXPECT_EQ(all[0], 0u);
+    s.barrier();
+    for (uint64_t round = 1; round <= 3; ++round) {
+      const int writer = static_cast<int>(round) % np();
+      if (me() == writer) {
+        uint64_t* w = s.writing(v, kBlocks * kWordsPerBlock);
+        for (size_t b = 0; b < kBlocks; ++b) w[b * kWordsPerBlock + b % kWordsPerBlock] = round * 1000 + b;
+      }
+      s.barrier();
+      const auto before = s.stats();
+      const uint64_t* got = s.reading(v, kBlocks * kWordsPerBlock);
+      const auto after = s.stats();
+      for (size_t b = 0; b < kBlocks; ++b) ASSERT_EQ(got[b * kWordsPerBlock + b % kWordsPerBlock], round * 1000 + b) << "block " << b;
+      if (me() != writer) {
+        EXPECT_EQ(after.read_misses - before.read_misses, kBlocks) << "round " << round;
+        EXPECT_EQ(after.fetch_retries - before.fetch_retries, 0u) << "round " << round;
+      }
+      s.barrier();
+    }
+    s.destroy_region(r);
+  });
+}
+
 // Claims are judged per region: one region whose claims all end in downgrades does not stop
 // the claims of another region that only its writer touches.
 TEST_P(ClassesWith, DowngradesInOneRegionLeaveAnotherRegionsClaims) {

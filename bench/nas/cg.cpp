@@ -141,11 +141,15 @@ struct Vectors {
 double conj_grad(Team& team, const Rows& m, const Vectors& v, std::vector<double>& p, size_t n) {
   const size_t lo = m.lo, hi = m.hi;
   double rho = 0;
+  // z and r are read by everyone (r at every step, z after the last): their parts are named as
+  // written in bulk before each pass that writes them (no fault per block).
+  double* z = team.writing(v.z + lo, hi - lo) - lo;
+  double* rw = team.writing(v.r + lo, hi - lo) - lo;
   for (size_t j = lo; j < hi; ++j) {
     v.q[j] = 0;
-    v.z[j] = 0;
-    v.r[j] = v.x[j];
-    rho += v.r[j] * v.r[j];
+    z[j] = 0;
+    rw[j] = v.x[j];
+    rho += rw[j] * rw[j];
   }
   rho = team.sum(rho);
   const double* r = team.reading(v.r, n);
@@ -157,10 +161,12 @@ double conj_grad(Team& team, const Rows& m, const Vectors& v, std::vector<double
     d = team.sum(d);
     const double alpha = rho / d, rho0 = rho;
     rho = 0;
+    z = team.writing(v.z + lo, hi - lo) - lo;
+    rw = team.writing(v.r + lo, hi - lo) - lo;
     for (size_t j = lo; j < hi; ++j) {
-      v.z[j] = v.z[j] + alpha * p[j];
-      v.r[j] = v.r[j] - alpha * v.q[j];
-      rho += v.r[j] * v.r[j];
+      z[j] = z[j] + alpha * p[j];
+      rw[j] = rw[j] - alpha * v.q[j];
+      rho += rw[j] * rw[j];
     }
     rho = team.sum(rho);
     if (step + 1 == kCgSteps) break;  // the last direction is never used (and r is rewritten below)

@@ -69,17 +69,21 @@ class Solver {
     const size_t longest = std::max({c.nx, c.ny, c.nz});
     scratch_.resize(2 * longest * kBatch);
     in_.resize(longest);
+    ours_.resize(c.ny);
     out_.resize(longest);
   }
 
   // compute_indexmap, compute_initial_conditions and the forward transform into u0.
   void setup() {
     twiddle();
+    // Our planes of w, written in bulk: in each y row they are one contiguous range.
+    std::vector<Complex*> ours(c_.ny);
+    for (size_t j = 0; j < c_.ny; ++j) ours[j] = team_.overwriting(w_ + slab(j) + c_.nx * planes_.lo, c_.nx * planes_.size());
     for (size_t k = planes_.lo; k < planes_.hi; ++k) {
       Lcg g(kSeed);
       g.skip(2 * c_.nx * c_.ny * k);
       for (size_t j = 0; j < c_.ny; ++j) {
-        out_[j] = team_.writing(w_ + slab(j) + c_.nx * k, c_.nx);
+        out_[j] = ours[j] + c_.nx * (k - planes_.lo);
         g.fill(reinterpret_cast<double*>(out_[j]), static_cast<long>(2 * c_.nx));
       }
       along_x(+1, c_.ny);
@@ -89,7 +93,7 @@ class Solver {
     team_.barrier();
     for (size_t j = rows_.lo; j < rows_.hi; ++j) {
       const Complex* in = team_.reading(w_ + slab(j), c_.nx * c_.nz);
-      Complex* out = team_.writing(u0_ + slab(j), c_.nx * c_.nz);
+      Complex* out = team_.overwriting(u0_ + slab(j), c_.nx * c_.nz);
       for (size_t k = 0; k < c_.nz; ++k) {
         in_[k] = in + c_.nx * k;
         out_[k] = out + c_.nx * k;
@@ -103,7 +107,7 @@ class Solver {
   Complex step() {
     for (size_t j = rows_.lo; j < rows_.hi; ++j) {
       Complex* a = team_.writing(u0_ + slab(j), c_.nx * c_.nz);
-      Complex* o = team_.writing(w_ + slab(j), c_.nx * c_.nz);
+      Complex* o = team_.overwriting(w_ + slab(j), c_.nx * c_.nz);  // z's output, then x in place
       for (size_t k = 0; k < c_.nz; ++k) {
         in_[k] = a + c_.nx * k;
         out_[k] = o + c_.nx * k;
@@ -112,10 +116,12 @@ class Solver {
       along_x(-1, c_.nz);
     }
     team_.barrier();
+    // Our planes of w, read in bulk: in each y row they are one contiguous range.
+    for (size_t j = 0; j < c_.ny; ++j) ours_[j] = team_.reading(w_ + slab(j) + c_.nx * planes_.lo, c_.nx * planes_.size());
     for (size_t k = planes_.lo; k < planes_.hi; ++k) {
-      Complex* to = team_.writing(u1_ + plane(k), c_.nx * c_.ny);
+      Complex* to = team_.overwriting(u1_ + plane(k), c_.nx * c_.ny);
       for (size_t j = 0; j < c_.ny; ++j) {
-        in_[j] = team_.reading(w_ + slab(j) + c_.nx * k, c_.nx);
+        in_[j] = ours_[j] + c_.nx * (k - planes_.lo);
         out_[j] = to + c_.nx * j;
       }
       along_y(-1);
@@ -204,7 +210,8 @@ class Solver {
   Complex *u0_ = nullptr, *w_ = nullptr, *u1_ = nullptr;
   double* twiddle_ = nullptr;
   std::vector<Complex> scratch_;
-  std::vector<const Complex*> in_;  // the rows a pass reads
+  std::vector<const Complex*> ours_;  // our planes of w in each y row, read in bulk
+  std::vector<const Complex*> in_;    // the rows a pass reads
   std::vector<Complex*> out_;       // the rows a pass writes
 };
 

@@ -65,7 +65,13 @@ class Team {
   }
   template <typename T>
   T* writing(T* p, size_t n) {
-    return static_cast<T*>(write_view(p, n * sizeof(T)));
+    return static_cast<T*>(write_view(p, n * sizeof(T), false));
+  }
+  // writing, of a range every byte of which the member writes before the next barrier or sum
+  // (the Loom back end takes no twin of it and publishes it whole).
+  template <typename T>
+  T* overwriting(T* p, size_t n) {
+    return static_cast<T*>(write_view(p, n * sizeof(T), true));
   }
 
   Range part(size_t n, size_t grain = 1) const { return partition(n, rank(), size(), grain); }
@@ -82,7 +88,7 @@ class Team {
   // Around a kernel's timed section (TeamTimer), for the back end's counters.
   virtual void timed_section(bool /*starting*/) {}
   virtual const void* read_view(const void* p, size_t) { return p; }
-  virtual void* write_view(void* p, size_t) { return p; }
+  virtual void* write_view(void* p, size_t, bool /*whole*/) { return p; }
   // The sums' slots: 2 banks x size() members x kMaxSum doubles, made by the back end.
   double* slots_ = nullptr;
 
