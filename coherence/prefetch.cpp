@@ -11,7 +11,7 @@
 namespace loom::coherence {
 
 void Space::Impl::prefetch(Lane& l, RegionState& rs, size_t begin, size_t end) {
-  const size_t cap = std::min({kMaxPrefetch, kMaxBlock / rs.r->block_size(), (Scratch::kWtsRing - Scratch::kDirectory) / dir_read_bytes()});
+  const size_t cap = std::min({kMaxPrefetch, kMaxBlock / rs.r->block_size(), (Scratch::kWtsRing - Scratch::kDirectory) / entry_slot()});
   std::vector<std::unique_lock<std::mutex>> held;  // the batch's blocks, ascending
   std::vector<Prefetch> batch;
   for (size_t b = begin; b < end; ++b) {
@@ -37,14 +37,14 @@ void Space::Impl::aim_unknown(Lane& l, RegionState& rs, std::vector<Prefetch>& b
     if (batch[i].wts != kUnknownWts) continue;
     const size_t b = batch[i].m->block;
     const int mgr = rs.r->manager(b);
-    l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory + i * dir_read_bytes(), dir_read_bytes(), rs.dir_addr(mgr, b), rs.rkey(mgr));
+    l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory + i * entry_slot(), dir_read_bytes(), rs.dir_addr(mgr, b), rs.rkey(mgr));
     any = true;
   }
   if (!any) return;
   l.wait();
   for (size_t i = 0; i < batch.size(); ++i) {
     if (batch[i].wts != kUnknownWts) continue;
-    const DirView d = dir_view(l, rs, batch[i].m->block, Scratch::kDirectory + i * dir_read_bytes());
+    const DirView d = dir_view(l, rs, batch[i].m->block, Scratch::kDirectory + i * entry_slot());
     batch[i].ok = !d.word0.locked() && !d.word0.exclusive() && !d.word0.atomic();
     batch[i].home = fixed_home ? rs.r->manager(batch[i].m->block) : d.word0.home();
     batch[i].wts = d.wts;
@@ -53,7 +53,7 @@ void Space::Impl::aim_unknown(Lane& l, RegionState& rs, std::vector<Prefetch>& b
 
 void Space::Impl::prefetch_batch(Lane& l, RegionState& rs, std::vector<Prefetch>& batch) {
   aim_unknown(l, rs, batch);
-  const size_t bs = rs.r->block_size(), entry = dir_read_bytes();
+  const size_t bs = rs.r->block_size(), entry = entry_slot();
   // The data, then (after every data READ completed) the entries that validate it. Directory
   // policy: the sharer bytes go first, on the entries' queue pairs (a releaser that locks an
   // entry after our validating read sees us and invalidates our copy).
@@ -72,7 +72,7 @@ void Space::Impl::prefetch_batch(Lane& l, RegionState& rs, std::vector<Prefetch>
     if (!batch[i].ok) continue;
     const size_t b = batch[i].m->block;
     const int mgr = rs.r->manager(b);
-    l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory + i * entry, static_cast<uint32_t>(entry), rs.dir_addr(mgr, b), rs.rkey(mgr));
+    l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory + i * entry, dir_read_bytes(), rs.dir_addr(mgr, b), rs.rkey(mgr));
   }
   l.wait();
   for (size_t i = 0; i < batch.size(); ++i) {

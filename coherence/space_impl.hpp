@@ -163,6 +163,8 @@ struct Space::Impl {
     return std::max(acq_ts_relaxed(), rs.chunk_known[b / kChunkBlocks].load(std::memory_order_relaxed));
   }
   uint32_t dir_read_bytes() const { return static_cast<uint32_t>(DirEntry::read_bytes(dir_mode, n)); }
+  // Entries read side by side into the lane lie this far apart (word0 stays 8-byte aligned).
+  size_t entry_slot() const { return DirEntry::stride(dir_mode, n); }
 
   // ---- release path (release_path.cpp) ----
   bool release_block(Lane& l, RegionState& rs, BlockMeta& m, bool protected_already = false,

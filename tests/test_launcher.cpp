@@ -249,7 +249,8 @@ INSTANTIATE_TEST_SUITE_P(Ways, LeaveMatrix,
 
 // The same matrix under a PMIx launcher (Open MPI's mpirun). It ends a job whose rank exits,
 // but nothing there watches for a stopped rank: the waits see it themselves (on this host, for
-// LOOM_STOPPED_LIMIT_MS), and name a rank that left with status 0. A crashed PMIx job's shm
+// LOOM_STOPPED_LIMIT_MS), and name a rank that left with status 0 unless mpirun ended the job
+// first (it names the rank then). A crashed PMIx job's shm
 // directory is left to the next job's sweep (docs/user-guide.md), so it is not checked here.
 class PmixLeaveMatrix : public LeaveMatrix {};
 
@@ -265,7 +266,10 @@ TEST_P(PmixLeaveMatrix, TheJobEndsNamingTheRank) {
     EXPECT_NE(r.output.find("rank 1 (pid"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("has been stopped by a signal"), std::string::npos) << r.output;
   } else if (way == "leave") {
-    EXPECT_NE(r.output.find("rank 1 is gone"), std::string::npos) << r.output;
+    // Named by a waiting rank, or by mpirun itself when it ends the job first (it does so as
+    // soon as a rank exits without finalizing, which can beat the waits' next look).
+    const bool named = r.output.find("rank 1 is gone") != std::string::npos || r.output.find("process rank 1 ") != std::string::npos;
+    EXPECT_TRUE(named) << r.output;
   }
 }
 
