@@ -154,7 +154,7 @@ std::vector<std::byte> Space::Impl::serve_downgrade(std::span<const std::byte> p
     if (b != q.block && m.state != State::Exclusive) continue;
     std::unique_lock<std::mutex> g(m.mu);  // ascending, as every holder of several takes them
     if (m.state != State::Exclusive) continue;
-    if (!run.empty() && (first + run.size() != b || run.size() >= kMaxDowngradeRun / 4)) downgrade_run(*lane, *rs, run, first);
+    if (!run.empty() && (first + run.size() != b || run.size() >= kMaxClaimRun)) downgrade_run(*lane, *rs, run, first);
     if (run.empty()) first = b;
     run.push_back(std::move(g));
   }

@@ -144,7 +144,7 @@ struct Space::Impl {
     uint64_t wts;
     bool ok;
   };
-  static constexpr size_t kMaxPrefetch = 64;
+  static constexpr size_t kMaxPrefetch = 32;  // block mutexes held at once (TSan tracks at most 64 per thread)
   void prefetch(Lane& l, RegionState& rs, size_t begin, size_t end);
   void prefetch_batch(Lane& l, RegionState& rs, std::vector<Prefetch>& batch);
   void aim_unknown(Lane& l, RegionState& rs, std::vector<Prefetch>& batch);
@@ -200,7 +200,7 @@ struct Space::Impl {
     void close();  // the pages closed, the mutexes let go
 
    private:
-    static constexpr size_t kMaxRun = 64;
+    static constexpr size_t kMaxRun = kMaxClaimRun;  // TSan tracks at most 64 mutexes held by a thread
     Impl& s_;
     RegionState* rs_ = nullptr;
     size_t first_ = 0;
