@@ -147,8 +147,9 @@ void front_component(Context& ctx, int n, Components& c) {
   if (sink == 42) c.op += 0;
 }
 
-// The Cached policy's region operations on words managed by the other process; writes go to
-// slots of many blocks in turn, as a container's do.
+// The Cached policy's region operations as a container's part makes them: each on another
+// control word managed by the other process (a part's words are its owner's), each write and
+// read on another slot, the slots spread over many blocks and lines.
 void region_components(Context& ctx, int n, Components& c) {
   coherence::Space& sp = ctx.space();
   const size_t block = 4096, words_per_block = block / 8, nb = 2 * static_cast<size_t>(ctx.size()), spread = 256;
@@ -158,18 +159,22 @@ void region_components(Context& ctx, int n, Components& c) {
   region::Region& r = sp.create_region(o);
   uint64_t* words = sp.new_atomic_words(r, nb * words_per_block);
   auto* slots = static_cast<Slot<uint64_t>*>(r.allocate(spread * block, block));
-  auto slot_in = [&](size_t b) { return reinterpret_cast<Slot<uint64_t>*>(reinterpret_cast<uint8_t*>(slots) + (b % spread) * block); };
+  const size_t per_block = block / sizeof(Slot<uint64_t>);
+  auto slot_in = [&](size_t i) {
+    return reinterpret_cast<Slot<uint64_t>*>(reinterpret_cast<uint8_t*>(slots) + (i % spread) * block) + (i * 37) % per_block;
+  };
   if (ctx.rank() == 0) {
-    uint64_t* w = words;
-    while (r.manager(r.block_of(w)) != other_of(ctx)) w += words_per_block;
-    coherence::AtomicRef ref = sp.atomic_ref(w);
+    std::vector<uint64_t*> far;  // the other process's words
+    for (size_t k = 0; k < nb * words_per_block; ++k)
+      if (r.manager(r.block_of(words + k)) == other_of(ctx)) far.push_back(words + k);
+    auto word = [&](int i) { return sp.atomic_ref(far[static_cast<size_t>(i) % far.size()]); };
     uint64_t sink = 0;
-    c.region_atomic = us_per(n, [&](int) { sink += ref.fetch_add(1, Order::Relaxed); });
-    const double load = us_per(n, [&](int) { sink += ref.load(Order::Relaxed); });
-    c.region_acquire = std::max(0.0, us_per(n, [&](int) { sink += ref.load(Order::Acquire); }) - load);
-    c.region_release_clean = std::max(0.0, us_per(n, [&](int) { sink += ref.fetch_add(1, Order::Release); }) - c.region_atomic);
+    c.region_atomic = us_per(n, [&](int i) { sink += word(i).fetch_add(1, Order::Relaxed); });
+    const double load = us_per(n, [&](int i) { sink += word(i).load(Order::Relaxed); });
+    c.region_acquire = std::max(0.0, us_per(n, [&](int i) { sink += word(i).load(Order::Acquire); }) - load);
+    c.region_release_clean = std::max(0.0, us_per(n, [&](int i) { sink += word(i).fetch_add(1, Order::Release); }) - c.region_atomic);
     // A write to a block written and released before (as a container's slots are, once warm),
-    // then one release for them all.
+    // one slot in each block, then one release for them all.
     for (size_t b = 0; b < spread; ++b) sp.writing(slot_in(b))->payload = b;
     sp.release();
     const auto t0 = clk::now();
@@ -178,7 +183,7 @@ void region_components(Context& ctx, int n, Components& c) {
     sp.release();
     const double both = us_per(n, [&](int i) {
       sp.writing(slot_in(static_cast<size_t>(i)))->payload = static_cast<uint64_t>(i);
-      sink += ref.fetch_add(1, Order::Release);
+      sink += word(i).fetch_add(1, Order::Release);
     });
     c.region_release = std::max(0.0, both - c.region_write - c.region_atomic);
     c.region_read = us_per(n, [&](int i) { sink += sp.reading(slot_in(static_cast<size_t>(i)))->payload; });
