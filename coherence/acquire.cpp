@@ -70,7 +70,8 @@ void Space::Impl::apply_notices(std::optional<LaneGuard>& lane) {
 // A chunk notice (b, wts) stands for notices folded into it: each of blocks [b, b + kChunkBlocks)
 // may have a version up to wts. A copy older than such a version has a lease that ended before
 // it (rts < its wts <= wts), so copies of the chunk with rts < wts and data_wts < wts are
-// suspect: dirty ones are released now, clean ones revalidated in bulk against the bound wts.
+// suspect: dirty ones are released now, closed clean ones expire (expire_closed), open ones are
+// revalidated in bulk against the bound wts.
 // The cost follows the chunks written, not the cache.
 void Space::Impl::apply_chunk_notices(std::optional<LaneGuard>& lane, const std::vector<Notice>& chunks) {
   std::vector<Suspect> suspects;
@@ -89,15 +90,29 @@ void Space::Impl::apply_chunk_notices(std::optional<LaneGuard>& lane, const std:
       std::lock_guard<std::mutex> g(m.mu);
       if (m.state != State::Clean && m.state != State::Dirty) continue;
       if (m.rts >= e.wts || m.data_wts >= e.wts) continue;
-      if (m.state == State::Clean) suspects.push_back(Suspect{rs, &m, bound});
-      else drop(lane, *rs, m);
+      if (m.state == State::Dirty) drop(lane, *rs, m);
+      else if (!expire_closed(*rs, m)) suspects.push_back(Suspect{rs, &m, bound});
     }
   }
   revalidate_expired(lane, suspects);
 }
 
+// A copy only the explicit path reads (declare: its application view stays closed) is confirmed
+// when it is next accessed, with one directory read, batched with its neighbours' (prefetch):
+// an acquire whose bound passes many leases (an atomic word's release clock moves with every
+// release anywhere) then reads no entry for copies nobody reads again. An open copy could be
+// read by a plain load without a fault: it is revalidated now. mu held.
+bool Space::Impl::expire_closed(RegionState& rs, BlockMeta& m) {
+  if (rs.r->protection(m.block) != region::Protection::None) return false;
+  m.state = State::Invalid;
+  m.hint_wts = m.data_wts;
+  m.hint_home = m.word0.home();
+  return true;
+}
+
 // Notices were folded somewhere: every copy whose lease ended before the new bound is suspect.
-// Dirty ones are released now; clean ones are revalidated in bulk (revalidate.cpp).
+// Dirty ones are released now; closed clean ones expire (expire_closed), open ones are
+// revalidated in bulk (revalidate.cpp).
 void Space::Impl::apply_lease_bound(std::optional<LaneGuard>& lane, uint64_t incoming_min_wts) {
   if (incoming_min_wts <= acq_ts) return;
   // Before the states are looked at: a fetch installing a copy meanwhile sees the new floor
@@ -112,8 +127,8 @@ void Space::Impl::apply_lease_bound(std::optional<LaneGuard>& lane, uint64_t inc
       if (m.state == State::Invalid || m.state == State::Exclusive || m.state == State::Atomic) continue;
       std::lock_guard<std::mutex> g(m.mu);
       if ((m.state != State::Clean && m.state != State::Dirty) || m.rts >= acq_ts) continue;
-      if (m.state == State::Clean) suspects.push_back(Suspect{rs, &m, lease_floor(*rs, b)});
-      else drop(lane, *rs, m);
+      if (m.state == State::Dirty) drop(lane, *rs, m);
+      else if (!expire_closed(*rs, m)) suspects.push_back(Suspect{rs, &m, lease_floor(*rs, b)});
     }
   }
   revalidate_expired(lane, suspects);

@@ -1,6 +1,7 @@
 // Pipelined misses (docs/coherence.md, "Read miss"): an explicit access to many blocks reads the
-// invalid ones in batches — every block's data in one pipelined batch of READs, then every
-// entry in another, which validates each block as fetch() validates one. A block that does not
+// invalid ones in batches — every block's data in one pipelined batch of READs (none for a copy
+// that still holds the version aimed at: an expired lease), then every entry in another, which
+// validates each block as fetch() validates one. A block that does not
 // validate at once (entry locked, exclusive or moved on, or a lease that moved while we
 // extended it) stays invalid, and the caller's fetch() takes it as before. The cost is two
 // round trips per batch instead of one or two per block.
@@ -18,8 +19,10 @@ void Space::Impl::prefetch(Lane& l, RegionState& rs, size_t begin, size_t end) {
     BlockMeta& m = rs.meta[b];
     if (m.state != State::Invalid) continue;  // a racy peek, confirmed under the mutex
     std::unique_lock<std::mutex> g(m.mu);
-    if (m.state != State::Invalid || (m.hint_wts != kUnknownWts && m.data_wts == m.hint_wts)) continue;  // revalidations: fetch()
-    batch.push_back(Prefetch{&m, fixed_home ? rs.r->manager(b) : m.hint_home, m.hint_wts, true});
+    if (m.state != State::Invalid) continue;
+    // A copy that still holds the version aimed at (an expired lease) needs its entry only.
+    const bool have = m.hint_wts != kUnknownWts && m.data_wts == m.hint_wts;
+    batch.push_back(Prefetch{&m, fixed_home ? rs.r->manager(b) : m.hint_home, m.hint_wts, true, have});
     held.push_back(std::move(g));
     if (batch.size() < cap) continue;
     prefetch_batch(l, rs, batch);
@@ -65,7 +68,8 @@ void Space::Impl::prefetch_batch(Lane& l, RegionState& rs, std::vector<Prefetch>
       l.bytes(Scratch::kOneByte)[0] = 1;
       l.post(mgr, fabric::Opcode::Write, Scratch::kOneByte, 1, rs.dir_addr(mgr, b) + DirEntry::kSharers + static_cast<size_t>(rank), rs.rkey(mgr));
     }
-    l.post(batch[i].home, fabric::Opcode::Read, Scratch::kBlock + i * bs, static_cast<uint32_t>(bs), rs.pub_addr(batch[i].home, b), rs.rkey(batch[i].home));
+    if (!batch[i].have)
+      l.post(batch[i].home, fabric::Opcode::Read, Scratch::kBlock + i * bs, static_cast<uint32_t>(bs), rs.pub_addr(batch[i].home, b), rs.rkey(batch[i].home));
   }
   l.wait();
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -81,11 +85,15 @@ void Space::Impl::prefetch_batch(Lane& l, RegionState& rs, std::vector<Prefetch>
     DirView d = dir_view(l, rs, m.block, Scratch::kDirectory + i * entry);
     const bool same = !d.word0.locked() && !d.word0.exclusive() && !d.word0.atomic() && d.word0.home() == batch[i].home && d.wts == batch[i].wts;
     if (!same || (!dir_mode && !extend_lease(l, rs, m.block, d, d.wts))) continue;  // fetch() takes it
-    const bool fast = batch[i].home != m.word0.home();
-    fill_runtime_block(rs, m.block, l.bytes(Scratch::kBlock + i * bs));
-    st_misses.fetch_add(1, std::memory_order_relaxed);
-    if (fast) st_fast.fetch_add(1, std::memory_order_relaxed);
-    st_fetched.fetch_add(bs, std::memory_order_relaxed);
+    if (batch[i].have) {
+      st_reval.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      const bool fast = batch[i].home != m.word0.home();
+      fill_runtime_block(rs, m.block, l.bytes(Scratch::kBlock + i * bs));
+      st_misses.fetch_add(1, std::memory_order_relaxed);
+      if (fast) st_fast.fetch_add(1, std::memory_order_relaxed);
+      st_fetched.fetch_add(bs, std::memory_order_relaxed);
+    }
     take_copy(rs, m, d, d.wts);  // Invalid again (data kept) when the lease floor passed it: fetch() revalidates
   }
 }

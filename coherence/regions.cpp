@@ -32,11 +32,12 @@ std::unique_ptr<RegionState> Space::Impl::make_region_state(region::Region& r) {
   return rs;
 }
 
-// Every copy starts as the zero version 0 at its manager, valid until the first write is
-// acquired: its lease ends at t0, the latest acquire time of any process when the region was
-// made, so every write's timestamp is past it and a lease bound that covers a write drops the
-// copy (with a lease ending at 0, a process whose acquire time was already higher would keep it
-// through a folded notice). The directory policy starts with every process a sharer.
+// Every copy starts as the zero version 0 at its manager. The directory policy starts with
+// every process a sharer and the copies valid. The timestamp policies start them invalid with
+// their data kept (version 0), the application view closed: the first access confirms the copy
+// with one directory read (fetch, prefetch). Valid from the start, a region's untouched copies
+// were suspects of every acquire whose lease bound passed them, each revalidated again and
+// again (a Cached map's inserts spent most of their time there).
 void Space::Impl::init_blocks(RegionState& rs, uint64_t t0) {
   for (size_t b = 0; b < rs.r->blocks(); ++b) {
     const int mgr = rs.r->manager(b);
@@ -45,11 +46,13 @@ void Space::Impl::init_blocks(RegionState& rs, uint64_t t0) {
     m.hint_home = mgr;
     m.word0 = DirWord::make(mgr, t0);
     m.rts = dir_mode ? UINT64_MAX : t0;
+    if (!dir_mode) m.state = State::Invalid;  // data_wts = hint_wts = 0: the zero version held
     if (mgr != rank) continue;
     uint8_t* e = rs.dir_local(b);
     std::memcpy(e + DirEntry::kWord0, &m.word0.raw, 8);
     if (dir_mode) std::memset(e + DirEntry::kSharers, 1, static_cast<size_t>(n));
   }
+  if (!dir_mode) rs.r->protect(0, rs.r->blocks(), region::Protection::None);
 }
 
 // Touches every peer's region memory once: a provider may map peer memory on first use (shm

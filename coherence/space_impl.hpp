@@ -143,6 +143,7 @@ struct Space::Impl {
     int home;
     uint64_t wts;
     bool ok;
+    bool have = false;  // the private copy holds version wts: the entry alone confirms it
   };
   static constexpr size_t kMaxPrefetch = 32;  // block mutexes held at once (TSan tracks at most 64 per thread)
   void prefetch(Lane& l, RegionState& rs, size_t begin, size_t end);
@@ -225,6 +226,10 @@ struct Space::Impl {
   void acquire_locked(uint64_t incoming_min_wts);
   void apply_notices(std::optional<LaneGuard>& lane);
   void apply_lease_bound(std::optional<LaneGuard>& lane, uint64_t incoming_min_wts);
+  // A suspect clean copy (its lease passed by a bound) that no plain load can reach (its
+  // application view closed) becomes invalid with its data kept, aimed at the version it holds:
+  // its next access confirms it (fetch, prefetch). False, and nothing changed, for an open one.
+  bool expire_closed(RegionState& rs, BlockMeta& m);
   // A clean copy whose lease the bound passed (revalidate.cpp).
   struct Suspect {
     // Where its revalidation stands: its entry to be read; kept, or being extended, with `word`;

@@ -113,6 +113,7 @@ void Region::protect(size_t first, size_t count, Protection p) {
   if (first > blocks() || count > blocks() - first) fail("region ", id_, ": blocks ", first, "+", count, " out of range");
   if (mprotect(base_ + (first << shift_), count << shift_, prot_of(p)) != 0)
     throw SystemError("region: mprotect", errno);
+  for (size_t b = first; b < first + count; ++b) protections_[b].store(p, std::memory_order_relaxed);
 }
 
 int Region::manager(size_t block) const {
@@ -283,6 +284,8 @@ Region& AddressSpace::create(const RegionOptions& opt) {
   if (r->collective_bytes_ == 0) (void)r->collective_->allocate(64);  // nothing to hand out
   r->local_ = std::make_unique<memory::GeneralAllocator>(local == 0 ? 64 : local, memory::Fit::First, 64);
   r->base_ = reserve_ + *off;
+  r->protections_ = std::make_unique<std::atomic<Protection>[]>(size / opt.block_size);
+  for (size_t b = 0; b < size / opt.block_size; ++b) r->protections_[b].store(Protection::Read, std::memory_order_relaxed);
   r->fd_ = memfd_create("loom-region", MFD_CLOEXEC);
   if (r->fd_ < 0) {
     space_.free(*off);

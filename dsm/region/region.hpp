@@ -77,6 +77,10 @@ class Region {
   const void* runtime_view(const void* p) const { return runtime_ + (static_cast<const uint8_t*>(p) - base_); }
   // Sets the application view's protection of blocks [first, first+count).
   void protect(size_t first, size_t count, Protection p);
+  // The protection protect() last set on block b (Read for a block never set: the view is
+  // mapped readable). Callers that change a block's protection under a lock of their own read
+  // it under the same lock.
+  Protection protection(size_t b) const { return protections_[b].load(std::memory_order_relaxed); }
 
   // The process that manages block b's directory entry (and is its first home): blocks of the
   // collective arena are spread round-robin, blocks of a process's local arena are its own.
@@ -138,6 +142,7 @@ class Region {
   std::unique_ptr<memory::GeneralAllocator> collective_;
   std::unique_ptr<memory::GeneralAllocator> local_;
   std::map<uint64_t, uint64_t> padded_;  // aligned start -> allocated start (collective)
+  std::unique_ptr<std::atomic<Protection>[]> protections_;  // per block, as protect() set it
 };
 
 // The process's reserve of virtual addresses for regions, at the same address everywhere, and
