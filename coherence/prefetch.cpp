@@ -63,11 +63,7 @@ void Space::Impl::prefetch_batch(Lane& l, RegionState& rs, std::vector<Prefetch>
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!batch[i].ok) continue;
     const size_t b = batch[i].m->block;
-    const int mgr = rs.r->manager(b);
-    if (dir_mode) {
-      l.bytes(Scratch::kOneByte)[0] = 1;
-      l.post(mgr, fabric::Opcode::Write, Scratch::kOneByte, 1, rs.dir_addr(mgr, b) + DirEntry::kSharers + static_cast<size_t>(rank), rs.rkey(mgr));
-    }
+    if (dir_mode) post_join_sharers(l, rs, b);
     if (!batch[i].have)
       l.post(batch[i].home, fabric::Opcode::Read, Scratch::kBlock + i * bs, static_cast<uint32_t>(bs), rs.pub_addr(batch[i].home, b), rs.rkey(batch[i].home));
   }
@@ -83,7 +79,7 @@ void Space::Impl::prefetch_batch(Lane& l, RegionState& rs, std::vector<Prefetch>
     if (!batch[i].ok) continue;
     BlockMeta& m = *batch[i].m;
     DirView d = dir_view(l, rs, m.block, Scratch::kDirectory + i * entry);
-    const bool same = !d.word0.locked() && !d.word0.exclusive() && !d.word0.atomic() && d.word0.home() == batch[i].home && d.wts == batch[i].wts;
+    const bool same = names_version(d, batch[i].home, batch[i].wts);
     if (!same || (!dir_mode && !extend_lease(l, rs, m.block, d, d.wts))) continue;  // fetch() takes it
     if (batch[i].have) {
       st_reval.fetch_add(1, std::memory_order_relaxed);

@@ -31,19 +31,21 @@ DirView Space::Impl::dir_view(Lane& l, const RegionState& rs, size_t b, size_t o
 // data read (the same queue pair, or a wait between them).
 void Space::Impl::post_fetch_reads(Lane& l, RegionState& rs, size_t b, int home, bool have_data) {
   const int mgr = rs.r->manager(b);
-  if (dir_mode) {
-    // Before validating: a releaser that locks the entry after our validation read sees us and
-    // invalidates our copy.
-    l.bytes(Scratch::kOneByte)[0] = 1;
-    l.post(mgr, fabric::Opcode::Write, Scratch::kOneByte, 1, rs.dir_addr(mgr, b) + DirEntry::kSharers + static_cast<size_t>(rank),
-           rs.rkey(mgr));
-  }
+  // Before validating: a releaser that locks the entry after our validation read sees us and
+  // invalidates our copy.
+  if (dir_mode) post_join_sharers(l, rs, b);
   if (!have_data) {
     l.post(home, fabric::Opcode::Read, Scratch::kBlock, static_cast<uint32_t>(rs.r->block_size()), rs.pub_addr(home, b), rs.rkey(home));
     if (home != mgr) l.wait();
   }
   l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory, dir_read_bytes(), rs.dir_addr(mgr, b), rs.rkey(mgr));
   l.wait();
+}
+
+void Space::Impl::post_join_sharers(Lane& l, RegionState& rs, size_t b) {
+  const int mgr = rs.r->manager(b);
+  l.bytes(Scratch::kOneByte)[0] = 1;
+  l.post(mgr, fabric::Opcode::Write, Scratch::kOneByte, 1, rs.dir_addr(mgr, b) + DirEntry::kSharers + static_cast<size_t>(rank), rs.rkey(mgr));
 }
 
 // Logical lease: the copy must stay valid at least until our acquire time plus a lease. Returns

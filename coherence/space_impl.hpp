@@ -134,6 +134,14 @@ struct Space::Impl {
   void fetch(Lane& l, RegionState& rs, BlockMeta& m, DowngradeRun* run = nullptr);
   bool read_entry(Lane& l, RegionState& rs, size_t b, DirView& d);
   void post_fetch_reads(Lane& l, RegionState& rs, size_t b, int home, bool have_data);
+  // Directory policy: WRITE 1 into this process's sharer byte of block b's entry, on the
+  // entry's queue pair (before the validating READ of the entry).
+  void post_join_sharers(Lane& l, RegionState& rs, size_t b);
+  // The entry names version (home, wts), unlocked, shared (not E, not atomic): a copy of it
+  // read before is current.
+  static bool names_version(const DirView& d, int home, uint64_t wts) {
+    return !d.word0.locked() && !d.word0.exclusive() && !d.word0.atomic() && d.word0.home() == home && d.wts == wts;
+  }
   bool extend_lease(Lane& l, RegionState& rs, size_t b, DirView& d, uint64_t wts);
   DirView dir_view(Lane& l, const RegionState& rs, size_t b, size_t off = Scratch::kDirectory);
   bool take_copy(RegionState& rs, BlockMeta& m, const DirView& d, uint64_t wts);
