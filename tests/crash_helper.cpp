@@ -14,6 +14,7 @@
 // Mode "unflushed": the others write a line and a partial line (no newline, no flush) and wait
 // forever; then the victim exits with status 3. loomrun ends the job; what the others wrote must
 // reach its output (issue 21: a rank's buffered stdout was lost).
+// Mode "wait" with a rank outside the job: nobody fails; every rank waits until it is ended.
 // Mode "big": every rank asks for 96 MiB of registered memory and writes all of it; where the
 // shared-memory file system has less room, the allocation must fail with a clear error (status
 // 15) instead of a SIGBUS at the first touch.
@@ -26,6 +27,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "loom/coherence/space.hpp"
 #include "loom/dsm/common/backoff.hpp"
@@ -59,6 +61,13 @@ int main(int argc, char** argv) {
     }
   }
   const int victim = std::atoi(argv[1]);
+  // A rank outside the job (the launcher tests start "99 wait") names no victim: every rank
+  // waits, in the default layer only.
+  const bool nobody = victim < 0 || victim >= rt.size();
+  if (nobody && (argc > 3 || std::strcmp(argv[2], "wait") != 0)) {
+    std::fprintf(stderr, "crash_helper: rank %d is not in a job of %d: only \"wait\" names nobody\n", victim, rt.size());
+    return 2;
+  }
   if (std::strcmp(argv[2], "unflushed") == 0) {
     if (rt.rank() != victim) std::printf("rank %d: a whole line\nrank %d: a partial line", rt.rank(), rt.rank());
     rt.barrier();
@@ -113,7 +122,8 @@ int main(int argc, char** argv) {
     if (rt.rank() == victim) lock->lock();  // the victim ends holding it
   }
   volatile uint64_t* word = nullptr;
-  const int victim_pid = rt.bootstrap().allgather_value(static_cast<int>(getpid()))[static_cast<size_t>(victim)];
+  const std::vector<int> pids = rt.bootstrap().allgather_value(static_cast<int>(getpid()));
+  const int victim_pid = nobody ? -1 : pids[static_cast<size_t>(victim)];  // (read past the end under "99 wait" before)
   if (layer == "fetch") {
     word = dsm->create_region(1 << 20).new_array<uint64_t>(512);  // collective
     if (rt.rank() == victim) word[0] = 42;
