@@ -257,7 +257,9 @@ class PmixLeaveMatrix : public LeaveMatrix {};
 TEST_P(PmixLeaveMatrix, TheJobEndsNamingTheRank) {
   if (std::string(MPIRUN_PATH).empty()) GTEST_SKIP() << "no PMIx launcher (mpirun) here";
   const auto& [way, layer] = GetParam();
-  auto r = run("timeout 60 " + std::string(MPIRUN_PATH) + " -n 3 --oversubscribe --allow-run-as-root -x LOOM_SHM_DIR=" + dir_.string() +
+  // -k: mpirun itself once hung after every rank had ended (its children left unreaped) and
+  // ignored the TERM; the test then waited for its output until ctest's own timeout.
+  auto r = run("timeout -k 5 60 " + std::string(MPIRUN_PATH) + " -n 3 --oversubscribe --allow-run-as-root -x LOOM_SHM_DIR=" + dir_.string() +
                " -x LOOM_EXPECT_BOOTSTRAP=pmix -x LOOM_STOPPED_LIMIT_MS=1000 " + CRASH_HELPER_PATH + " 1 " + way + " " + layer);
   EXPECT_NE(r.status, 124) << "the job hung until the timeout: " << r.output;
   EXPECT_NE(r.status, 0) << r.output;
