@@ -37,7 +37,8 @@ struct Args {
   std::vector<mcts::TreePolicy> policies{mcts::TreePolicy::OwnerInvoked, mcts::TreePolicy::CachedShared, mcts::TreePolicy::Root};
   mcts::SearchFlags flags;
   bool seconds_given = false;
-  int games = 0;  // --match: openings to play (0: all)
+  bool reference = false;  // --match-reference: local-1t at twice the budget against itself
+  MatchOptions match_options;
 };
 
 Args parse(int argc, char** argv) {
@@ -49,7 +50,7 @@ Args parse(int argc, char** argv) {
       a.policies.clear();
       std::stringstream ss(argv[++i]);
       for (std::string p; std::getline(ss, p, ',');)
-        if (mcts::parse_tree_policy(p) != mcts::TreePolicy::Local) a.policies.push_back(mcts::parse_tree_policy(p));
+        if (p != "none") a.policies.push_back(mcts::parse_tree_policy(p));  // `local` only plays a --match (its rows come first anyway)
     } else if (s == "--seconds" && i + 1 < argc) {
       mcts::take_search_flag(argc, argv, i, a.flags);
       a.seconds_given = true;
@@ -59,19 +60,22 @@ Args parse(int argc, char** argv) {
       a.quick = true;
     } else if (s == "--match") {
       a.match = true;
-    } else if (s == "--games" && i + 1 < argc) {
-      a.games = static_cast<int>(settings::parse_int(argv[++i], "--games"));
+    } else if (s == "--match-reference") {
+      a.match = a.reference = true;
+    } else if (a.match_options.take_flag(argc, argv, i)) {
+      continue;
     } else if (s == "--threads" && i + 1 < argc) {
       setenv("LOOM_THREADS", argv[++i], 1);  // read by the Runtime
     } else if (s == "--csv" && i + 1 < argc) {
       a.csv = argv[++i];
     } else {
-      fail("bench_mcts: unknown argument ", s, " (--quick, --csv FILE, --policy P[,P], --threads T, --seconds S, --match, --games N,\n",
+      fail("bench_mcts: unknown argument ", s, " (--quick, --csv FILE, --policy P[,P], --threads T, --seconds S, --match, --match-reference,\n", MatchOptions::kUsage, ",\n",
            mcts::search_flags_usage(), ")");
     }
   }
   if (a.flags.budget.seconds <= 0) fail("bench_mcts: throughput is measured with --seconds, not --rollouts");
   if (a.quick && !a.seconds_given) a.flags.budget.seconds = 0.25;
+  if (a.quick) a.match_options.quick();
   return a;
 }
 
@@ -196,9 +200,18 @@ int main(int argc, char** argv) {
     variants.push_back(v);
     rt.bootstrap().barrier();
   }
+  if (a.reference) {
+    if (rt.rank() == 0) reference_rows(a.match_options, a.flags.search, rows);
+    rt.bootstrap().barrier();
+  }
   {
     objects::Context ctx(rt);
     for (mcts::TreePolicy p : a.policies) {
+      if (p == mcts::TreePolicy::Local) {
+        if (np != 1) fail("bench_mcts: --policy local is one process's tree (loomrun -n 1, --threads T)");
+        if (a.match) match_rows(rt, ctx, p, a.flags.search, a.match_options, rows);
+        continue;
+      }
       mcts::SearchConfig cfg = a.flags.search;
       cfg.threads = threads;
       auto s = mcts::make_search(p, g, cfg, &ctx, &rt);
@@ -206,7 +219,7 @@ int main(int argc, char** argv) {
       const std::string v = std::string(mcts::name(p)) + "-np" + std::to_string(np) + "-t" + std::to_string(threads);
       if (rt.rank() == 0) add_rows(v, n, m, value_of(rows, "local-np1-t1", "rollouts_per_s"), rows);
       variants.push_back(v);
-      if (a.match) match_rows(rt, ctx, p, a.flags.search, MatchOptions::defaults(a.quick, a.games), rows);
+      if (a.match) match_rows(rt, ctx, p, a.flags.search, a.match_options, rows);
     }
   }
   if (rt.rank() == 0) {

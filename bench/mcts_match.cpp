@@ -2,7 +2,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/settings.hpp"
 
 #include "loom/mcts_shared_tree/hex.hpp"
 #include "loom/mcts_shared_tree/policies.hpp"
@@ -11,11 +15,27 @@ namespace loom::bench {
 
 using mcts::Hex;
 
-MatchOptions MatchOptions::defaults(bool quick, int games) {
-  MatchOptions o;
-  if (quick) o.openings = 4;
-  if (games > 0) o.openings = std::min(games, o.board * o.board);
-  return o;
+bool MatchOptions::take_flag(int argc, char** argv, int& i) {
+  const std::string a = argv[i];
+  if (a != "--games" && a != "--move-rollouts" && a != "--move-seconds") return false;
+  if (i + 1 >= argc) fail(a, " needs a value");
+  const std::string v = argv[++i];
+  if (a == "--move-seconds") {
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !std::isfinite(x) || x < 1e-3 || x > 60) fail(a, "='", v, "' is not a number in 0.001..60");
+    seconds = x;
+    return true;
+  }
+  const int64_t x = settings::parse_int(v, a);
+  if (a == "--games") {
+    if (x < 1 || x > board * board) fail(a, "=", v, " is outside 1..", board * board, " (openings, each played twice)");
+    openings = static_cast<int>(x);
+  } else {
+    if (x < 1 || x > (int64_t{1} << 30)) fail(a, "=", v, " is outside 1..2^30");
+    rollouts = static_cast<uint64_t>(x);
+  }
+  return true;
 }
 
 std::pair<double, double> wilson(double wins, double n) {
@@ -28,15 +48,31 @@ std::pair<double, double> wilson(double wins, double n) {
 
 namespace {
 
+// The rollouts each side's searches ran (side 0: the one measured; 1: local-1t), and how many
+// searches (moves found by a search).
+struct Tally {
+  double rollouts[2] = {0, 0}, searches[2] = {0, 0};
+  void add(int side, const mcts::SearchResult& r) {
+    if (r.counters.rollouts == 0) return;  // a winning move played without a search
+    rollouts[side] += static_cast<double>(r.counters.rollouts), searches[side] += 1;
+  }
+  double per_search(int side) const { return searches[side] > 0 ? rollouts[side] / searches[side] : 0; }
+};
+
 // One game from Black's stone at `opening`: the policy plays `colour`, local-1t the other.
 // Returns 1 if the policy won.
-int play_game(Runtime& rt, const Hex& g, mcts::Search<Hex>& policy, mcts::Search<Hex>* local, int opening, int colour, mcts::Budget b) {
+int play_game(Runtime& rt, const Hex& g, mcts::Search<Hex>& policy, mcts::Search<Hex>* local, int opening, int colour, mcts::Budget b, Tally& t) {
   Hex::State s = g.initial();
   g.play(s, static_cast<Hex::Move>(opening));
   while (g.winner(s) < 0) {
     int best = -1;
-    if (g.to_move(s) == colour) best = policy.run(s, b).best;
-    else if (rt.rank() == 0) best = local->run(s, b).best;  // the others wait in the allgather
+    if (g.to_move(s) == colour) {
+      const mcts::SearchResult r = policy.run(s, b);
+      best = r.best, t.add(0, r);
+    } else if (rt.rank() == 0) {  // the others wait in the allgather
+      const mcts::SearchResult r = local->run(s, b);
+      best = r.best, t.add(1, r);
+    }
     best = rt.bootstrap().allgather_value(best)[0];
     if (best < 0) fail("bench_mcts --match: no move found");
     g.play(s, static_cast<Hex::Move>(best));
@@ -44,7 +80,48 @@ int play_game(Runtime& rt, const Hex& g, mcts::Search<Hex>& policy, mcts::Search
   return g.winner(s) == colour ? 1 : 0;
 }
 
+void add_result(const std::string& variant, int board, double wins, double games, const Tally& t, std::vector<Row>& rows) {
+  const auto [lo, hi] = wilson(wins, games);
+  const size_t n = static_cast<size_t>(board);
+  rows.push_back({variant, n, "win_rate", wins / games, ""});
+  rows.push_back({variant, n, "wilson_lo", lo, ""});
+  rows.push_back({variant, n, "wilson_hi", hi, ""});
+  rows.push_back({variant, n, "games", games, ""});
+  rows.push_back({variant, n, "rollouts_per_move", t.per_search(0), "rollouts"});
+  rows.push_back({variant, n, "local_rollouts_per_move", t.per_search(1), "rollouts"});
+  std::printf("%s: %.0f of %.0f games won against local-1t (rollouts per move %.0f against %.0f)\n", variant.c_str(), wins, games, t.per_search(0),
+              t.per_search(1));
+  std::fflush(stdout);
+}
+
 }  // namespace
+
+void reference_rows(const MatchOptions& o, mcts::SearchConfig cfg, std::vector<Row>& rows) {
+  const Hex g(o.board);
+  cfg.threads = 1;
+  mcts::SearchConfig other = cfg;
+  other.seed = cfg.seed + 7777;
+  const std::pair<const char*, mcts::Budget> conditions[] = {{"@double-rollouts", mcts::Budget{o.rollouts, 0}}, {"@double-time", mcts::Budget{0, o.seconds}}};
+  for (const auto& [suffix, budget] : conditions) {
+    mcts::LocalSearch<Hex> twice(g, cfg), once(g, other);
+    const mcts::Budget doubled{budget.rollouts * 2, budget.seconds * 2};
+    double wins = 0, games = 0;
+    Tally t;
+    for (int cell = 0; cell < o.openings; ++cell)
+      for (int colour : {0, 1}) {
+        Hex::State s = g.initial();
+        g.play(s, static_cast<Hex::Move>(cell));
+        while (g.winner(s) < 0) {
+          const int side = g.to_move(s) == colour ? 0 : 1;
+          const mcts::SearchResult r = side == 0 ? twice.run(s, doubled) : once.run(s, budget);
+          t.add(side, r);
+          g.play(s, static_cast<Hex::Move>(r.best));
+        }
+        wins += g.winner(s) == colour ? 1 : 0, ++games;
+      }
+    add_result(std::string("local-np1-t1") + suffix, o.board, wins, games, t, rows);
+  }
+}
 
 void match_rows(Runtime& rt, objects::Context& ctx, mcts::TreePolicy p, mcts::SearchConfig cfg, const MatchOptions& o, std::vector<Row>& rows) {
   const Hex g(o.board);
@@ -59,16 +136,10 @@ void match_rows(Runtime& rt, objects::Context& ctx, mcts::TreePolicy p, mcts::Se
     std::unique_ptr<mcts::Search<Hex>> local;
     if (rt.rank() == 0) local = std::make_unique<mcts::LocalSearch<Hex>>(g, one);
     double wins = 0, games = 0;
+    Tally t;
     for (int cell = 0; cell < o.openings; ++cell)
-      for (int colour : {0, 1}) wins += play_game(rt, g, *policy, local.get(), cell, colour, budget), ++games;
-    if (rt.rank() != 0) continue;
-    const auto [lo, hi] = wilson(wins, games);
-    rows.push_back({v + suffix, static_cast<size_t>(o.board), "win_rate", wins / games, ""});
-    rows.push_back({v + suffix, static_cast<size_t>(o.board), "wilson_lo", lo, ""});
-    rows.push_back({v + suffix, static_cast<size_t>(o.board), "wilson_hi", hi, ""});
-    rows.push_back({v + suffix, static_cast<size_t>(o.board), "games", games, ""});
-    std::printf("%s%s: %.0f of %.0f games won against local-1t\n", v.c_str(), suffix, wins, games);
-    std::fflush(stdout);
+      for (int colour : {0, 1}) wins += play_game(rt, g, *policy, local.get(), cell, colour, budget, t), ++games;
+    if (rt.rank() == 0) add_result(v + suffix, o.board, wins, games, t, rows);
   }
 }
 

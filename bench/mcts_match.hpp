@@ -17,13 +17,20 @@ struct MatchOptions {
   int openings = 81;        // the first `openings` cells as Black's first stone (each twice)
   uint64_t rollouts = 1000;  // per move, at equal rollouts
   double seconds = 0.02;     // per move, at equal time
-  static MatchOptions defaults(bool quick, int games);
+  // Parses --games N, --move-rollouts R, --move-seconds S at argv[i] (advancing i).
+  bool take_flag(int argc, char** argv, int& i);
+  static constexpr const char* kUsage = "--games N, --move-rollouts R, --move-seconds S";
+  void quick() { openings = std::min(openings, 4); }
+
 };
 
 // The 95% Wilson score interval of `wins` in `n`.
 std::pair<double, double> wilson(double wins, double n);
 
 // Collective: every process plays every game (rank 0 alone plays local-1t's moves).
+// The yardstick: local-1t with twice the budget against local-1t, at both budgets (rank 0
+// alone) — what twice the rollouts, or twice the time, is worth at these budgets.
+void reference_rows(const MatchOptions& o, mcts::SearchConfig cfg, std::vector<Row>& rows);
 void match_rows(Runtime& rt, objects::Context& ctx, mcts::TreePolicy p, mcts::SearchConfig cfg, const MatchOptions& o, std::vector<Row>& rows);
 void print_match_table(const std::vector<Row>& rows);
 

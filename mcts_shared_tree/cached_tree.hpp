@@ -49,7 +49,15 @@ class CachedSearch final : public Search<G> {
   // Collective. `edge_capacity` bounds the edges of all nodes of one search (the tree stops
   // growing there; rollouts go on).
   CachedSearch(const G& g, SearchConfig cfg, objects::Context& ctx, size_t edge_capacity = size_t{1} << 20)
-      : Search<G>(g), g_(g), cfg_(cfg), ctx_(ctx), sp_(ctx.space()), cap_(edge_capacity), np_(static_cast<size_t>(ctx.size())) {
+      : Search<G>(g),
+        g_(g),
+        cfg_(cfg),
+        ctx_(ctx),
+        sp_(ctx.space()),
+        cap_(edge_capacity),
+        np_(static_cast<size_t>(ctx.size())),
+        pool_(ctx.runtime().threads_per_process(),
+              [&rt = ctx.runtime()](int t, std::function<void()> body) { return rt.spawn_at(t, "mcts-worker", std::move(body)); }) {
     const int np = ctx.size();
     const size_t arena = std::max<size_t>(size_t{8} << 20, edge_capacity * 8 / static_cast<size_t>(np));
     region::RegionOptions o;
@@ -93,10 +101,7 @@ class CachedSearch final : public Search<G> {
       }
       ctx_.barrier();
     };
-    std::vector<std::thread> ts;
-    for (int t = 1; t < ctx_.runtime().threads_per_process(); ++t) ts.push_back(ctx_.runtime().spawn_at(t, "mcts-worker", [&, t] { work(t); }));
-    work(0);
-    for (auto& t : ts) t.join();
+    pool_.run(work);
     ++cfg_.seed;
     RolloutCounters total;
     for (const auto& c : rc) total.add(c);
@@ -310,6 +315,7 @@ class CachedSearch final : public Search<G> {
   coherence::Space& sp_;
   size_t cap_;
   size_t np_;  // processes
+  WorkerPool pool_;  // the runtime's threads 1.. of this process
   double rate_ = 0;  // the last search's rollouts per second (the whole job's)
   region::Region* r_ = nullptr;
   uint64_t* children_ = nullptr;

@@ -15,7 +15,7 @@ namespace loom::mcts {
 template <typename G>
 class RootSearch final : public Search<G> {
  public:
-  RootSearch(const G& g, SearchConfig cfg, Runtime& rt) : Search<G>(g), g_(g), cfg_(cfg), rt_(rt), tree_(g, cfg) {}
+  RootSearch(const G& g, SearchConfig cfg, Runtime& rt) : Search<G>(g), g_(g), cfg_(cfg), rt_(rt), tree_(g, cfg), pool_(cfg.threads, WorkerPool::any_core()) {}
 
   // Collective: the rollout budget is split evenly among the processes.
   SearchResult search(const typename G::State& position, Budget budget) override {
@@ -27,7 +27,7 @@ class RootSearch final : public Search<G> {
       mine.rollouts = budget.rollouts / np + (r < budget.rollouts % np ? 1 : 0);
     }
     // Every process's trees differ: their random numbers do.
-    const RolloutCounters rc = run_workers<G>(tree_, cfg_.threads, mine, cfg_.seed++ * 1000003 + static_cast<uint64_t>(rt_.rank()), this->progress_);
+    const RolloutCounters rc = run_workers<G>(tree_, pool_, mine, cfg_.seed++ * 1000003 + static_cast<uint64_t>(rt_.rank()), this->progress_);
     std::vector<RootEdge> edges = tree_.root_edges();
     std::map<uint16_t, RootEdge> sum;
     for (const auto& bytes : rt_.bootstrap().allgather(std::as_bytes(std::span<const RootEdge>(edges)))) {
@@ -50,6 +50,7 @@ class RootSearch final : public Search<G> {
   SearchConfig cfg_;
   Runtime& rt_;
   LocalTree<G> tree_;
+  WorkerPool pool_;
 };
 
 }  // namespace loom::mcts

@@ -1,8 +1,5 @@
 #include "loom/mcts_shared_tree/search.hpp"
 
-#include <sched.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -53,13 +50,6 @@ int most_visited(int n, const uint64_t* stats) {
   for (int i = 0; i < n; ++i)
     if (EdgeStats::of(stats[i]).visits > most) most = EdgeStats::of(stats[i]).visits, best = i;
   return best;
-}
-
-void run_on_any_core() {
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; ++c) CPU_SET(static_cast<int>(c), &all);
-  sched_setaffinity(0, sizeof all, &all);  // best effort: a refusal leaves the inherited set
 }
 
 SearchResult summarize(std::vector<RootEdge> root, RolloutCounters rc, double seconds) {
