@@ -43,6 +43,22 @@ DirWord Space::Impl::lock_entry(Lane& l, RegionState& rs, BlockMeta& m, bool& un
   return guess;
 }
 
+// Whether the entry changed since our copy was taken only because readers extended its lease:
+// the version in the home's public copy is still our copy's (a version's wts names it: every
+// publication of a block raises it). Then the master is our twin and the release needs no
+// merge. Floating home answers without a read when the home is still this process (any other
+// release makes its releaser the home, and our own made our copy its version); otherwise one
+// READ of the entry, against the block's READ and a merge of it whole. Before this, every
+// release of a block others read merged it whole (MCTS's statistics, NAS FT's planes).
+bool Space::Impl::only_lease_moved(Lane& l, RegionState& rs, BlockMeta& m, DirWord old) {
+  if (old.exclusive()) return false;
+  if (!fixed_home && old.home() == rank) return true;
+  const int mgr = rs.r->manager(m.block);
+  l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory, dir_read_bytes(), rs.dir_addr(mgr, m.block), rs.rkey(mgr));
+  l.wait();
+  return dir_view(l, rs, m.block).wts == m.data_wts;
+}
+
 // Steps 2-3: the new master in `master`, and the entry's sharers in the lane (directory policy).
 // Unchanged: the master is our twin, so the new master is our private copy (migratory and
 // single-writer blocks: no transfer, no diff). Otherwise one coarse READ of the current master
@@ -72,6 +88,7 @@ void Space::Impl::take_master(Lane& l, RegionState& rs, BlockMeta& m, int home, 
   if (dir_mode) l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory, dir_read_bytes(), rs.dir_addr(mgr, b), rs.rkey(mgr));
   l.wait();
   merge_diff(master, priv, rs.twin(b), bs);
+  st_merged.fetch_add(1, std::memory_order_relaxed);
 }
 
 // Step 5 (directory policy): a flag and a counter at every other sharer; then only the new
@@ -162,6 +179,7 @@ bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool pro
   const DirWord old = lock_entry(l, rs, m, unchanged, how != Publication::Downgrade);
   // An exclusive block's entry is its owner's alone: the downgrade's CAS cannot miss.
   if (how == Publication::Downgrade && !unchanged) fail("dsm: exclusive block ", b, " changed under its owner (corrupt)");
+  if (!unchanged && how != Publication::Downgrade && only_lease_moved(l, rs, m, old)) unchanged = true;
   const int home = fixed_home ? mgr : old.home();
   uint8_t* master = fixed_home && mgr != rank ? l.bytes(Scratch::kBlock) : rs.pub_local(b);
   take_master(l, rs, m, home, unchanged, master);

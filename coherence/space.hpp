@@ -58,6 +58,7 @@ struct Stats {
   uint64_t revalidations = 0;  // expired copies confirmed current without data
   uint64_t twins = 0;          // first writes
   uint64_t released_blocks = 0;
+  uint64_t merged_releases = 0;  // releases that merged their diff over another's newer version
   uint64_t fetch_retries = 0;  // validations that failed (home moved, block being published)
   uint64_t invalidations = 0;
   uint64_t fast_reads = 0;     // fetches that went straight to the last releaser of a notice

@@ -46,6 +46,7 @@ check timestamp pass -DNP=2
 check directory pass -DDIR -DNP=2 -DFIRST_LOCK_FIXED
 check timestamp-mutant counterexample -DMUTANT -DNP=2
 check directory-mutant counterexample -DDIR -DMUTANT -DNP=2
+check unchanged-mutant counterexample -DMUTANT_UNCHANGED -DNP=2
 check timestamp-3x1 pass -DNP=3 -DNOPS=1
 check directory-3x1 pass -DDIR -DNP=3 -DNOPS=1
 # With one section each no process holds a copy from before its acquire, so these mutants need

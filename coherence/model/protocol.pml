@@ -12,7 +12,8 @@
  *    then wts), validate, extend the lease with a CAS; revalidation without data when the copy
  *    holds the version aimed at;
  *  - release (release_path.cpp): lock the entry by CAS on the last view (steps 1-2: unchanged
- *    means the master is our twin), READ the master from the home into our own public copy,
+ *    means the master is our twin, and so does an entry whose home is us or whose wts is our
+ *    copy's: only leases moved), READ the master from the home into our own public copy,
  *    merge the diff (step 3), timestamps (4), invalidate the sharers (5, directory policy),
  *    WRITE wts then unlock by CAS with this process as the new home (6), record a notice (7);
  *  - acquire (acquire.cpp): the lock's notices merged into a bounded buffer that folds (NCAP),
@@ -29,7 +30,9 @@
  * state: no deadlock. -DDIR selects the directory policy (sharers and invalidation flags, no
  * leases, no notices); otherwise the floating-home timestamp policy (notices and leases).
  * -DMUTANT switches off notice invalidation (acquire step 1; with -DDIR: the invalidation
- * flags): spin must then find a stale read. Run by scripts/check-model.sh.
+ * flags): spin must then find a stale read. -DMUTANT_UNCHANGED takes every changed entry at a
+ * release for one only leases changed (release step 2): spin must find a lost write. Run by
+ * scripts/check-model.sh.
  */
 
 #ifndef NP
@@ -299,6 +302,17 @@ inline release_block() {
      :: !ok && !rW -> skip
      fi
   od;
+  /* step 2: an entry changed only by lease extensions still holds our copy's version (its wts
+     names it); the home still being us says the same without reading it (release_path.cpp,
+     only_lease_moved) */
+  if
+#ifndef MUTANT_UNCHANGED
+  :: !unchanged && (gHome == p || dWts[b] == dwts[b]) -> unchanged = true
+#else
+  :: !unchanged -> unchanged = true                  /* any change taken for a lease's */
+#endif
+  :: else -> skip
+  fi;
   /* steps 2-3: the new master in our own public copy */
   if
   :: unchanged ->                                    /* the master is our twin */
