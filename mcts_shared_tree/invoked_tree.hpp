@@ -106,9 +106,8 @@ class InvokedSearch final : public Search<G> {
   }
 
  private:
-  // A worker's state lasts from search to search (its memory, its Aggregator): a search starts
-  // by forgetting the last one's nodes, not by building a worker anew (fresh arenas cost their
-  // page faults again, a fifth of a 5 ms move).
+  // A worker's state lasts from search to search (its node memory, its Aggregator): a search
+  // starts by forgetting the last one's nodes, not by building the worker anew.
   struct Worker {
     void reset(uint64_t seed) {
       nodes.clear();

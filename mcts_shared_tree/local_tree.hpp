@@ -16,9 +16,9 @@
 namespace loom::mcts {
 
 // Memory for nodes, one arena per worker (no lock). rewind() makes its chunks free for the next
-// search's nodes without returning them: a fresh 4 MiB chunk per search costs its page faults
-// again (a millisecond, a fifth of a 5 ms move). Chunks are not zeroed; NodeLayout::make zeroes
-// each node.
+// search's nodes without returning them, so a search allocates (and faults in) memory only
+// beyond what the searches before it used. Chunks are not zeroed; NodeLayout::make zeroes each
+// node.
 class Arena {
  public:
   uint8_t* allocate(size_t bytes) {
