@@ -59,21 +59,14 @@ struct Tally {
   double per_search(int side) const { return searches[side] > 0 ? rollouts[side] / searches[side] : 0; }
 };
 
-// One game from Black's stone at `opening`: the policy plays `colour`, local-1t the other.
-// Returns 1 if the policy won.
-int play_game(Runtime& rt, const Hex& g, mcts::Search<Hex>& policy, mcts::Search<Hex>* local, int opening, int colour, mcts::Budget b, Tally& t) {
+// One game from Black's stone at `opening`: side 0 (the one measured) plays `colour`, side 1
+// (local-1t) the other; move(side, state) is the move a side found. Returns 1 if side 0 won.
+template <typename MoveOf>
+int play_game(const Hex& g, int opening, int colour, MoveOf&& move) {
   Hex::State s = g.initial();
   g.play(s, static_cast<Hex::Move>(opening));
   while (g.winner(s) < 0) {
-    int best = -1;
-    if (g.to_move(s) == colour) {
-      const mcts::SearchResult r = policy.run(s, b);
-      best = r.best, t.add(0, r);
-    } else if (rt.rank() == 0) {  // the others wait in the allgather
-      const mcts::SearchResult r = local->run(s, b);
-      best = r.best, t.add(1, r);
-    }
-    best = rt.bootstrap().allgather_value(best)[0];
+    const int best = move(g.to_move(s) == colour ? 0 : 1, s);
     if (best < 0) fail("bench_mcts --match: no move found");
     g.play(s, static_cast<Hex::Move>(best));
   }
@@ -107,18 +100,13 @@ void reference_rows(const MatchOptions& o, mcts::SearchConfig cfg, std::vector<R
     const mcts::Budget doubled{budget.rollouts * 2, budget.seconds * 2};
     double wins = 0, games = 0;
     Tally t;
+    auto move = [&](int side, const Hex::State& s) {
+      const mcts::SearchResult r = side == 0 ? twice.run(s, doubled) : once.run(s, budget);
+      t.add(side, r);
+      return r.best;
+    };
     for (int cell = 0; cell < o.openings; ++cell)
-      for (int colour : {0, 1}) {
-        Hex::State s = g.initial();
-        g.play(s, static_cast<Hex::Move>(cell));
-        while (g.winner(s) < 0) {
-          const int side = g.to_move(s) == colour ? 0 : 1;
-          const mcts::SearchResult r = side == 0 ? twice.run(s, doubled) : once.run(s, budget);
-          t.add(side, r);
-          g.play(s, static_cast<Hex::Move>(r.best));
-        }
-        wins += g.winner(s) == colour ? 1 : 0, ++games;
-      }
+      for (int colour : {0, 1}) wins += play_game(g, cell, colour, move), ++games;
     add_result(std::string("local-np1-t1") + suffix, o.board, wins, games, t, rows);
   }
 }
@@ -137,8 +125,18 @@ void match_rows(Runtime& rt, objects::Context& ctx, mcts::TreePolicy p, mcts::Se
     if (rt.rank() == 0) local = std::make_unique<mcts::LocalSearch<Hex>>(g, one);
     double wins = 0, games = 0;
     Tally t;
+    // Every process searches the policy's moves; rank 0 alone local-1t's (the others wait in
+    // the allgather), and everyone plays rank 0's move.
+    auto move = [&](int side, const Hex::State& s) {
+      int best = -1;
+      if (side == 0 || rt.rank() == 0) {
+        const mcts::SearchResult r = side == 0 ? policy->run(s, budget) : local->run(s, budget);
+        best = r.best, t.add(side, r);
+      }
+      return rt.bootstrap().allgather_value(best)[0];
+    };
     for (int cell = 0; cell < o.openings; ++cell)
-      for (int colour : {0, 1}) wins += play_game(rt, g, *policy, local.get(), cell, colour, budget, t), ++games;
+      for (int colour : {0, 1}) wins += play_game(g, cell, colour, move), ++games;
     if (rt.rank() == 0) add_result(v + suffix, o.board, wins, games, t, rows);
   }
 }
