@@ -142,9 +142,10 @@ objects::Components component_rows(objects::Context& ctx, int iters, std::vector
   }
   rows.push_back({"call-write", 8, "ops_per_s", write_rate, "calls/s"});
   std::printf("%-18s %9.0f calls/s (owner-invoked calls one at a time, write mode)\n", "call-write", write_rate);
-  std::printf("handlers: insert %.3f find %.3f push %.3f pop %.3f; region: atomic %.3f acquire +%.3f release +%.3f (clean +%.3f) write %.3f read %.3f\n",
-              c.h_insert, c.h_find, c.h_push, c.h_pop, c.region_atomic, c.region_acquire, c.region_release, c.region_release_clean,
-              c.region_write, c.region_read);
+  std::printf("handlers: insert %.3f find %.3f/%.3f push %.3f/%.3f pop %.3f/%.3f (atomic/phasal); front end %.3f; bucket line %.3f\n",
+              c.h_insert, c.h_find, c.h_find_phasal, c.h_push, c.h_push_phasal, c.h_pop, c.h_pop_phasal, c.op, c.line);
+  std::printf("region: atomic %.3f acquire +%.3f release +%.3f (clean +%.3f) write %.3f read %.3f\n", c.region_atomic,
+              c.region_acquire, c.region_release, c.region_release_clean, c.region_write, c.region_read);
   return c;
 }
 

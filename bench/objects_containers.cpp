@@ -10,6 +10,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <unordered_set>
 
 #include "loom/objects/calibrate.hpp"
 #include "loom/objects/hash_map.hpp"
@@ -59,17 +60,28 @@ void add(std::vector<Row>& rows, const objects::Components& c, const Cell& x) {
 }
 
 // The rows are best cases, as the model's predictions are (no collision, no contention): a
-// HashMap's timed inserts go to fresh buckets (their lines last written by the owner when it made
-// them: one miss each, which the model counts), its finds to buckets this process wrote; a
-// Queue's timed passes run on slots and counters this process touched just before. The mixed
-// workload has collisions, contention and lines moving between processes.
+// HashMap's keys start in buckets of their own (none is ever displaced, each lands in its first
+// bucket), its timed inserts go to fresh buckets (last written by the owner when it made them;
+// a line may hold a bucket written before), its finds to buckets this process wrote; a Queue's
+// timed passes run on slots and counters this process touched just before. The mixed workload
+// has collisions, contention and lines moving between processes.
 void hash_cells(objects::Context& ctx, Policy p, const ContainerOptions& o, std::vector<Cell>& out) {
   const size_t n = static_cast<size_t>(o.iters);
   objects::HashMap<uint64_t, uint64_t> m(ctx, 16 * n * static_cast<size_t>(ctx.size()), p);
-  std::vector<uint64_t> keys;  // keys whose part is rank 1's
-  for (uint64_t k = 1; keys.size() < 4 * n; ++k)
-    if (m.owner_of(k) == 1 % ctx.size()) keys.push_back(k);
-  const std::span<const uint64_t> a(keys.data(), n), b(keys.data() + n, n), batched(keys.data() + 2 * n, n), other(keys.data() + 3 * n, n);
+  // Keys whose part is rank 1's, each starting in a bucket of its own, taken in turns: the two
+  // timed insert rows' keys in the part's two halves (neither row inserts into lines the other
+  // brought), the batched and warm-up keys anywhere.
+  const size_t half = m.capacity() / static_cast<size_t>(ctx.size()) / 2;
+  std::vector<uint64_t> a, b, batched, other;
+  std::vector<uint64_t>* turn[] = {&a, &b, &batched, &other};
+  std::unordered_set<size_t> starts;
+  for (uint64_t k = 1, j = 0; j < 4 * n; ++k) {
+    if (m.owner_of(k) != 1 % ctx.size()) continue;
+    const size_t start = m.first_bucket_of(k);
+    auto& to = *turn[j % 4];
+    if ((&to == &a && start >= half) || (&to == &b && start < half) || !starts.insert(start).second) continue;
+    to.push_back(k), ++j;
+  }
   uint64_t sink = 0;
   if (ctx.rank() == 0) {
     // First uses left out (queue pairs, channels, return slots, this process's mappings of the
@@ -95,7 +107,7 @@ void hash_cells(objects::Context& ctx, Policy p, const ContainerOptions& o, std:
     const size_t nb = n / o.batch;
     for (Level l : {Level::Atomic, Level::PhasalFind})
       out.push_back({Op::HashFind, p, l, o.batch, us_each(nb, [&](size_t i) {
-                       for (auto& v : m.find_many(batched.subspan(i * o.batch, o.batch), l)) sink += v.value_or(0);
+                       for (auto& v : m.find_many(std::span<const uint64_t>(batched).subspan(i * o.batch, o.batch), l)) sink += v.value_or(0);
                      }) / static_cast<double>(o.batch)});
   }
   if (sink == 42) std::printf(" ");

@@ -30,7 +30,9 @@ template <typename C, typename F>
 void each_field(C& c, F&& f) {
   f("get", c.get), f("put", c.put), f("fad", c.fad), f("cas", c.cas), f("miss", c.miss), f("cas_contended", c.cas_contended);
   f("rpc", c.rpc), f("call", c.call), f("post", c.post);
+  f("line", c.line);
   f("h_insert", c.h_insert), f("h_find", c.h_find), f("h_push", c.h_push), f("h_pop", c.h_pop), f("op", c.op);
+  f("h_find_phasal", c.h_find_phasal), f("h_push_phasal", c.h_push_phasal), f("h_pop_phasal", c.h_pop_phasal);
   f("region_atomic", c.region_atomic), f("region_acquire", c.region_acquire), f("region_release", c.region_release);
   f("region_release_clean", c.region_release_clean), f("region_write", c.region_write), f("region_read", c.region_read);
 }
@@ -41,7 +43,7 @@ double one_sided(const Components& c, Op op, Level l) {
   const bool phasal = l != Level::Atomic;
   switch (op) {
     case Op::HashInsert: return c.miss + c.cas + c.post + c.cas;  // claim (a fresh bucket); key and value, publish behind them
-    case Op::HashFind: return phasal ? c.get : c.fad + c.get + c.fad;  // snapshot, or seqlock
+    case Op::HashFind: return c.line + (phasal ? c.get : c.fad + c.get + c.fad);  // snapshot, or seqlock
     // counter and sequence read together; claim; value and publication together
     case Op::QueuePush: return phasal ? c.fad + c.put : c.fad + c.post + c.cas + c.post + c.cas;
     case Op::QueuePop: return phasal ? c.fad + c.get + c.post : c.fad + c.post + c.cas + c.get + c.post;
@@ -49,22 +51,25 @@ double one_sided(const Components& c, Op op, Level l) {
   return 0;
 }
 
-double handler(const Components& c, Op op) {
+// The operation's own logic at its level; a hash operation's bucket line besides.
+double handler(const Components& c, Op op, Level l) {
+  const bool phasal = l != Level::Atomic;
   switch (op) {
     case Op::HashInsert: return c.h_insert;
-    case Op::HashFind: return c.h_find;
-    case Op::QueuePush: return c.h_push;
-    case Op::QueuePop: return c.h_pop;
+    case Op::HashFind: return phasal ? c.h_find_phasal : c.h_find;
+    case Op::QueuePush: return phasal ? c.h_push_phasal : c.h_push;
+    case Op::QueuePop: return phasal ? c.h_pop_phasal : c.h_pop;
   }
   return 0;
 }
+double bucket_line(const Components& c, Op op) { return op == Op::HashInsert || op == Op::HashFind ? c.line : 0; }
 
 double cached(const Components& c, Op op, Level l) {
   const double a = c.region_atomic, acq = a + c.region_acquire;
   const bool phasal = l != Level::Atomic;
   switch (op) {
-    case Op::HashInsert: return acq + c.region_write + a + c.region_release;
-    case Op::HashFind: return phasal ? c.region_read : acq + c.region_read + a;
+    case Op::HashInsert: return acq + c.line + c.region_write + a + c.region_release;
+    case Op::HashFind: return c.line + (phasal ? c.region_read : acq + c.region_read + a);
     case Op::QueuePush: return phasal ? a + c.region_write + 2 * a : a + acq + a + c.region_write + a + c.region_release;
     case Op::QueuePop: return phasal ? a + c.region_read + 2 * a : a + acq + a + c.region_read + a + c.region_release_clean;
   }
@@ -82,9 +87,9 @@ double one_sided_batch(const Components& c, Op op, Level l, double b) {
   }
   return 0;
 }
-double invoked_batch(const Components& c, Op op, double b) {
+double invoked_batch(const Components& c, Op op, Level l, double b) {
   // One call per owner carrying the batch; the results (or the first failure) put back.
-  return c.post + handler(c, op) + c.rpc / b;
+  return c.post + handler(c, op, l) + bucket_line(c, op) + c.rpc / b;
 }
 
 }  // namespace
@@ -168,10 +173,10 @@ double predict(const Components& c, Op op, Policy p, Level l, size_t batch) {
   const double b = static_cast<double>(batch == 0 ? 1 : batch);
   // Every policy runs the operation's own logic once (h: hashing, probing, comparing) and its
   // front end at the caller (c.op, once per operation or batch), plus its way to the data.
-  const double h = handler(c, op);
+  const double h = handler(c, op, l);
   switch (p) {
     case Policy::OneSided: return h + (batch > 1 ? c.op / b + one_sided_batch(c, op, l, b) : c.op + one_sided(c, op, l));
-    case Policy::OwnerInvoked: return c.op / b + (batch > 1 ? invoked_batch(c, op, b) : c.rpc + h);
+    case Policy::OwnerInvoked: return c.op / b + (batch > 1 ? invoked_batch(c, op, l, b) : c.rpc + h + bucket_line(c, op));
     case Policy::Cached: return h + c.op / b + cached(c, op, l);
     case Policy::Auto: break;
   }

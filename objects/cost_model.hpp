@@ -3,7 +3,8 @@
 // hand (Table I's get, put, fetch-and-add, CAS; the RPC round trip; the owner's handler time;
 // the Cached policy's region operations), and each container operation's predicted cost per
 // policy and concurrency level as the sum of the components its algorithm performs in the best
-// case (no collision, no contention; a fresh bucket's line comes from its owner: one `miss`).
+// case (no collision, no contention; a bucket's line comes from the caches below the first
+// level, `line`, and a fresh bucket's from its owner, `miss`).
 // `loom-calibrate` measures the components and writes them to
 // a file the runtime loads; Auto objects pick the cheapest policy per operation and level.
 #include <cstddef>
@@ -24,13 +25,16 @@ std::string_view name(Op op);
 // Microseconds per operation, one at a time, from one process to another's memory.
 struct Components {
   double get = 0, put = 0, fad = 0, cas = 0;  // 8-16 byte operations on a word used just before
-  double miss = 0;                            // what a first touch of a line the owner wrote last adds
+  double miss = 0;                            // what a fresh bucket adds (a line the owner wrote last)
+  double line = 0;                            // a bucket's line read again, from the caches below the first level
   double cas_contended = 0;                   // every process CASing one word
   double rpc = 0;                             // call_return round trip, empty handler
   double call = 0;                            // one aggregated call, amortized (1 / call rate)
   double post = 0;                            // one asynchronous fabric operation, amortized
-  // The operation itself run on local memory (what the owner's handler spends).
+  // The operation itself run on local memory in the first-level cache: its own logic, which every
+  // policy runs once (the owner's handler, for a shipped one); fully atomic, and phasal.
   double h_insert = 0, h_find = 0, h_push = 0, h_pop = 0;
+  double h_find_phasal = 0, h_push_phasal = 0, h_pop_phasal = 0;
   double op = 0;  // a container operation's front end at the caller (routing, hashing, status)
   // Cached: a relaxed atomic on a region word; what an acquiring one adds (the release clock's
   // READ, nothing to revalidate); what a releasing one adds after one slot was written (the

@@ -60,6 +60,9 @@ class HashMap {
   const Chooser* chooser() const { return router_.chooser(); }
   // The process that owns key's part (where an owner-invoked operation on it runs).
   int owner_of(const K& key) const { return owner(home_of(key)); }
+  // The bucket of its owner's part where key's probe sequence starts: keys whose starts differ
+  // never meet in an empty map (each lands in its first bucket).
+  size_t first_bucket_of(const K& key) const { return home_of(key).start; }
 
   // Inserts or replaces key's value. A full part is an error (nothing is changed).
   void insert(const K& key, const V& value, Level level = Level::Atomic) {

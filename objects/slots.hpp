@@ -15,11 +15,14 @@
 // where no writer can run: a phasal read); read and write of a payload; publish (payload and
 // control word by a writer that holds the slot exclusively under a phase); and asynchronous
 // forms that RemoteSlots keeps in flight together and the others run at once.
+#include <array>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "loom/coherence/space.hpp"
 #include "loom/objects/endpoint.hpp"
@@ -112,14 +115,25 @@ constexpr std::memory_order load_mo(Order o) { return o == Order::Relaxed ? std:
 // retry) is then no data race. The reader's loads acquire, so the seqlock's second look at the
 // control word cannot move before them (the fence a seqlock would take there; ThreadSanitizer
 // models no standalone fence); on x86 an acquiring load is a plain load.
-inline void copy_words_in(void* dst, const uint64_t* src, size_t bytes) {
-  uint64_t w[8];
-  for (size_t off = 0; off < bytes; off += sizeof w) {
-    const size_t n = std::min(sizeof w, bytes - off);
-    for (size_t k = 0; k * 8 < n; ++k)
-      w[k] = std::atomic_ref<uint64_t>(const_cast<uint64_t&>(src[off / 8 + k])).load(std::memory_order_acquire);
-    std::memcpy(static_cast<uint8_t*>(dst) + off, w, n);
+//
+// A value of whole words comes back by bit_cast, in registers,
+// not through a buffer in memory (a wide load of narrower stores just made cannot be forwarded
+// from the store buffer and waits for them).
+template <typename T, size_t... K>
+T load_words(const uint64_t* src, std::index_sequence<K...>) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  const std::array<uint64_t, sizeof...(K)> w{std::atomic_ref<uint64_t>(const_cast<uint64_t&>(src[K])).load(std::memory_order_acquire)...};
+  if constexpr (sizeof(T) == sizeof w) {
+    return std::bit_cast<T>(w);
+  } else {
+    T t;
+    std::memcpy(&t, w.data(), sizeof(T));
+    return t;
   }
+}
+template <typename T>
+T load_words(const uint64_t* src) {
+  return load_words<T>(src, std::make_index_sequence<(sizeof(T) + 7) / 8>());
 }
 inline void copy_words_out(uint64_t* dst, const void* src, size_t bytes) {
   uint64_t w[8];
@@ -178,9 +192,7 @@ class LocalSlots : public ImmediateForms<LocalSlots<P>, P> {
     return s;
   }
   P read_payload(size_t i) {
-    P p;
-    detail::copy_words_in(&p, payload_words(i), sizeof(P));
-    return p;
+    return detail::load_words<P>(payload_words(i));
   }
   void write_payload(size_t i, const P& p, uint64_t) { detail::copy_words_out(payload_words(i), &p, sizeof(P)); }
   void publish(size_t i, uint64_t w, const P& p) {
@@ -238,7 +250,7 @@ class RegionSlots : public ImmediateForms<RegionSlots<P>, P> {
 
   uint64_t load(size_t i, Order o) { return ref(&words_[i]).load(o); }
   uint64_t cas(size_t i, uint64_t e, uint64_t d, Order o) { return ref(&words_[i]).compare_swap(e, d, o); }
-  // Reads of the local copy go word by word (detail::copy_words_in): another thread of this
+  // Reads of the local copy go word by word (detail::load_words): another thread of this
   // process may be refilling the block from a fetch meanwhile (the same bytes, for a slot whose
   // control word did not move).
   Slot<P> read(size_t i) { return copy(space_->reading(&slots_[i])); }
@@ -273,11 +285,7 @@ class RegionSlots : public ImmediateForms<RegionSlots<P>, P> {
 
  private:
   coherence::AtomicRef ref(uint64_t* w) { return space_->atomic_ref(w); }
-  static Slot<P> copy(const Slot<P>* from) {
-    Slot<P> s;
-    detail::copy_words_in(&s, reinterpret_cast<const uint64_t*>(from), sizeof(Slot<P>));
-    return s;
-  }
+  static Slot<P> copy(const Slot<P>* from) { return detail::load_words<Slot<P>>(reinterpret_cast<const uint64_t*>(from)); }
   coherence::Space* space_;
   Slot<P>* slots_;
   uint64_t* words_;

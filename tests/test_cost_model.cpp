@@ -1,0 +1,118 @@
+// The cost model's pieces (objects/cost_model.hpp): the calibration file's round trip and its
+// errors, and what each prediction counts; a slot's words read into a value (objects/slots.hpp).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "loom/dsm/common/error.hpp"
+#include "loom/objects/cost_model.hpp"
+#include "loom/objects/slots.hpp"
+
+using loom::objects::Components;
+using loom::objects::Level;
+using loom::objects::Op;
+using loom::objects::Policy;
+using loom::objects::predict;
+
+namespace {
+
+// Every component a different power of two (2^-6 to 2^17: exact in the file's six digits), so a
+// prediction's sum names the components in it.
+Components powers() {
+  Components c;
+  double v = 1.0 / 64;
+  c.provider = "shm";
+  c.processes = 2;
+  for (double* f : {&c.get, &c.put, &c.fad, &c.cas, &c.miss, &c.line, &c.cas_contended, &c.rpc, &c.call, &c.post, &c.h_insert,
+                    &c.h_find, &c.h_push, &c.h_pop, &c.h_find_phasal, &c.h_push_phasal, &c.h_pop_phasal, &c.op, &c.region_atomic,
+                    &c.region_acquire, &c.region_release, &c.region_release_clean, &c.region_write, &c.region_read})
+    *f = v, v *= 2;
+  return c;
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    Components::parse(text, "test.txt");
+  } catch (const loom::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(CostModel, TheCalibrationFileKeepsEveryComponent) {
+  const Components c = powers();
+  const Components back = Components::parse(c.serialize(), "test.txt");
+  EXPECT_EQ(back.serialize(), c.serialize());
+  EXPECT_EQ(back.line, c.line);
+  EXPECT_EQ(back.h_pop_phasal, c.h_pop_phasal);
+  EXPECT_EQ(back.provider, "shm");
+}
+
+TEST(CostModel, AFileWithoutAComponentAsksForACalibration) {
+  std::string text = powers().serialize();
+  const size_t at = text.find("\nline ");
+  ASSERT_NE(at, std::string::npos);
+  text.erase(at + 1, text.find('\n', at + 1) - at);
+  const std::string e = error_of(text);
+  EXPECT_NE(e.find("'line' is missing"), std::string::npos) << e;
+  EXPECT_NE(e.find("rerun loom-calibrate"), std::string::npos) << e;
+  EXPECT_NE(error_of(powers().serialize() + "lines 1\n").find("unknown component 'lines'"), std::string::npos);
+  EXPECT_NE(error_of(powers().serialize() + "line -1\n").find("not a cost"), std::string::npos);
+}
+
+TEST(CostModel, APhasalOperationRunsItsOwnLevelsLogic) {
+  const Components c = powers();
+  // OwnerInvoked: the round trip, the front end, the operation at the owner (and a hash bucket's line).
+  EXPECT_EQ(predict(c, Op::QueuePush, Policy::OwnerInvoked, Level::PhasalPush), c.op + c.rpc + c.h_push_phasal);
+  EXPECT_EQ(predict(c, Op::QueuePush, Policy::OwnerInvoked, Level::Atomic), c.op + c.rpc + c.h_push);
+  EXPECT_EQ(predict(c, Op::QueuePop, Policy::OwnerInvoked, Level::PhasalPop), c.op + c.rpc + c.h_pop_phasal);
+  EXPECT_EQ(predict(c, Op::HashFind, Policy::OwnerInvoked, Level::PhasalFind), c.op + c.rpc + c.h_find_phasal + c.line);
+  EXPECT_EQ(predict(c, Op::HashFind, Policy::OwnerInvoked, Level::Atomic), c.op + c.rpc + c.h_find + c.line);
+  // An insert has one algorithm at both levels.
+  EXPECT_EQ(predict(c, Op::HashInsert, Policy::OwnerInvoked, Level::PhasalInsert),
+            predict(c, Op::HashInsert, Policy::OwnerInvoked, Level::Atomic));
+}
+
+TEST(CostModel, AHashOperationMeetsItsBucketsLine) {
+  const Components c = powers();
+  // A find reads a bucket written before: its line from the caches below, in every policy.
+  EXPECT_EQ(predict(c, Op::HashFind, Policy::OneSided, Level::PhasalFind), c.h_find_phasal + c.op + c.line + c.get);
+  EXPECT_EQ(predict(c, Op::HashFind, Policy::Cached, Level::PhasalFind), c.h_find_phasal + c.op + c.line + c.region_read);
+  // A one-sided insert claims a fresh bucket: the owner's line (a miss), not one of ours.
+  EXPECT_EQ(predict(c, Op::HashInsert, Policy::OneSided, Level::Atomic), c.h_insert + c.op + c.miss + c.cas + c.post + c.cas);
+  // A queue's slots are walked in order: no line counted.
+  EXPECT_EQ(predict(c, Op::QueuePush, Policy::OneSided, Level::PhasalPush), c.h_push_phasal + c.op + c.fad + c.put);
+}
+
+namespace {
+struct Twelve {
+  uint32_t a, b, c;
+};
+struct KeyValue {
+  uint64_t key, value;
+};
+template <typename T>
+T through_words(const T& v) {
+  alignas(8) uint64_t words[(sizeof(T) + 7) / 8] = {};
+  std::memcpy(words, &v, sizeof(T));
+  return loom::objects::detail::load_words<T>(words);
+}
+}  // namespace
+
+TEST(SlotWords, AValueComesBackWhole) {
+  EXPECT_EQ(through_words(uint64_t{0x1122334455667788}), 0x1122334455667788u);
+  using Entry = loom::objects::Slot<KeyValue>;
+  static_assert(sizeof(Entry) == 24);
+  const Entry e = through_words(Entry{7, {8, 9}});
+  EXPECT_EQ(e.word, 7u);
+  EXPECT_EQ(e.payload.key, 8u);
+  EXPECT_EQ(e.payload.value, 9u);
+  const Twelve t = through_words(Twelve{1, 2, 3});  // not whole words: the last one's half
+  EXPECT_EQ(t.a, 1u);
+  EXPECT_EQ(t.b, 2u);
+  EXPECT_EQ(t.c, 3u);
+}
