@@ -133,7 +133,7 @@ objects::Components component_rows(objects::Context& ctx, int iters, std::vector
   ctx.process_barrier();
   const objects::Components c = objects::measure_components(ctx, iters);
   if (ctx.rank() != 0) return c;
-  const std::pair<const char*, double> comps[] = {{"get", c.get}, {"put", c.put}, {"fad", c.fad}, {"cas", c.cas}, {"miss", c.miss}, {"cas-contended", c.cas_contended},
+  const std::pair<const char*, double> comps[] = {{"get", c.get}, {"put", c.put}, {"fad", c.fad}, {"cas", c.cas}, {"miss", c.miss}, {"line", c.line}, {"cas-contended", c.cas_contended},
                                                   {"rpc-rtt", c.rpc}, {"call-aggregated", c.call}, {"post", c.post}};
   std::printf("\ncost-model components (us; seed 001 Table I on this fabric)\n");
   for (const auto& [name, v] : comps) {
