@@ -33,6 +33,17 @@ TEST_P(Kernels, Verify) {
   EXPECT_GT(run.result.seconds, 0.0);
 }
 
+// An array accessed in pieces gets blocks as large as a piece allows, never one spanning two
+// members' pieces (FT's rows of 512 KiB: 64 KiB blocks; a 32 KiB piece: 32 KiB blocks).
+TEST(LoomTeam, BlocksFollowThePieces) {
+  EXPECT_EQ(nas::block_for_piece(0), 4096u);
+  EXPECT_EQ(nas::block_for_piece(512 * 1024), 65536u);
+  EXPECT_EQ(nas::block_for_piece(32 * 1024), 32768u);
+  EXPECT_EQ(nas::block_for_piece(3 * 16384), 16384u);  // the largest power of two dividing it
+  EXPECT_EQ(nas::block_for_piece(256 * 16), 4096u);
+  EXPECT_EQ(nas::block_for_piece(24), 4096u);  // pieces smaller than a page share blocks
+}
+
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param) + "_" + std::get<2>(info.param);
   for (char& c : n)

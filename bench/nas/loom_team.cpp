@@ -1,5 +1,6 @@
 #include "bench/nas/loom_team.hpp"
 
+#include <algorithm>
 #include <barrier>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,12 @@
 namespace loom::nas {
 
 const char* const DsmCounters::kNames[kCount] = {"faults", "read_misses", "revalidations", "invalidations", "bytes_fetched", "notices", "twins", "released_blocks", "exclusive_claims", "downgrades"};
+
+size_t block_for_piece(size_t piece) {
+  constexpr size_t kSmallest = 4096, kLargest = 65536;
+  if (piece == 0) return kSmallest;
+  return std::clamp(piece & (~piece + 1), kSmallest, kLargest);
+}
 
 namespace {
 
@@ -48,12 +55,13 @@ class LoomTeam final : public Team {
   size_t unit() const override { return kBlock; }
 
  protected:
-  void* allocate(size_t bytes) override {
+  void* allocate(size_t bytes, size_t piece) override {
     ps_.sync.arrive_and_wait();
     if (thread() == 0) {
-      region::Region& r = ps_.space.create_region((bytes + kBlock - 1) / kBlock * kBlock + kBlock, kBlock, 0);
+      const size_t block = block_for_piece(piece);
+      region::Region& r = ps_.space.create_region((bytes + block - 1) / block * block + block, block, 0);
       ps_.regions.push_back(&r);
-      ps_.last = r.allocate(bytes, kBlock);
+      ps_.last = r.allocate(bytes, block);
     }
     ps_.sync.arrive_and_wait();
     return ps_.last;

@@ -1,6 +1,7 @@
 #pragma once
 // The Loom back end of the team (team.hpp): a kernel's shared arrays in one shared region of a
 // coherence Space, its members the threads (Runtime::threads_per_process()) of every process.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -20,6 +21,12 @@ struct LoomRun {
   Result result;      // as member 0 saw it; `verified` agreed by all members
   DsmCounters counters;
 };
+
+// The block size of an array whose members access it in pieces of `piece` bytes (Team::shared):
+// the largest power of two dividing a piece, 4 to 64 KiB (a piece's blocks are its member's
+// alone; fewer, larger blocks cost fewer per-block steps at each release and fetch); 4 KiB
+// without a piece (0).
+size_t block_for_piece(size_t piece);
 
 // Collective over the processes of rt: a Space with `cfg`, a region sized for the kernel at the
 // class, one member per thread (threads_per_process(), the calling thread being thread 0), the

@@ -33,7 +33,7 @@ class OmpTeam final : public Team {
   }
 
  protected:
-  void* allocate(size_t bytes) override {
+  void* allocate(size_t bytes, size_t /*piece*/) override {
 #pragma omp barrier
     if (thread() == 0) {
       void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

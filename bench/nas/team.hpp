@@ -54,7 +54,14 @@ class Team {
   // Collective: n zeroed T that every member sees at the same address (n may be 0).
   template <typename T>
   T* shared(size_t n) {
-    return static_cast<T*>(allocate(std::max<size_t>(n * sizeof(T), 1)));
+    return static_cast<T*>(allocate(std::max<size_t>(n * sizeof(T), 1), 0));
+  }
+  // The same, for an array whose members read and write it in contiguous pieces of `piece`
+  // bytes, each piece one member's (the Loom back end moves it in blocks as large as a piece
+  // allows: a power of two dividing it, 4 to 64 KiB).
+  template <typename T>
+  T* shared(size_t n, size_t piece) {
+    return static_cast<T*>(allocate(std::max<size_t>(n * sizeof(T), 1), piece));
   }
 
   // Names [p, p+n) as about to be read (until the next barrier or sum) or written in bulk; use
@@ -81,8 +88,9 @@ class Team {
  protected:
   Team(int process, int processes, int thread, int threads)
       : process_(process), processes_(processes), thread_(thread), threads_(threads) {}
-  // Collective over members; implemented once per process by the first thread.
-  virtual void* allocate(size_t bytes) = 0;
+  // Collective over members; implemented once per process by the first thread. piece: 0, or
+  // the bytes of the pieces members access (see shared).
+  virtual void* allocate(size_t bytes, size_t piece) = 0;
   // Collective: the sums' slots (called by each back end once its members exist).
   void make_slots() { slots_ = shared<double>(2 * static_cast<size_t>(size()) * kMaxSum); }
   // Around a kernel's timed section (TeamTimer), for the back end's counters.
