@@ -114,11 +114,9 @@ constexpr std::memory_order load_mo(Order o) { return o == Order::Relaxed ? std:
 // Payload bytes copied word by word with atomics: a reader racing a writer (a seqlock that will
 // retry) is then no data race. The reader's loads acquire, so the seqlock's second look at the
 // control word cannot move before them (the fence a seqlock would take there; ThreadSanitizer
-// models no standalone fence); on x86 an acquiring load is a plain load.
-//
-// A value of whole words comes back by bit_cast, in registers,
-// not through a buffer in memory (a wide load of narrower stores just made cannot be forwarded
-// from the store buffer and waits for them).
+// models no standalone fence); on x86 an acquiring load is a plain load. The words come back
+// as a value (bit_cast, in registers), not through a buffer in memory: a wide load of narrower
+// stores just made cannot be forwarded from the store buffer and waits for them.
 template <typename T, size_t... K>
 T load_words(const uint64_t* src, std::index_sequence<K...>) {
   static_assert(std::is_trivially_copyable_v<T>);
