@@ -1,7 +1,7 @@
 // bench_objects: distributed objects under every policy (docs/objects.md; bench/README.md).
 //  * global pointers' 8-byte operations beside the same fabric operation posted by hand;
 //  * seed 001 Table I's components measured on this fabric (the cost model's inputs): get, put,
-//    fad, cas, cas-contended, rpc-rtt, and an owner-invoked call one at a time (write mode);
+//    fad, cas, atomic-read, cas-contended, rpc-rtt, and an owner-invoked call one at a time (write mode);
 //  * every container operation x policy x level, one at a time and batched, beside the model;
 //  * the mixed workload (90% find) under every policy and Auto; the model's picks;
 //  * seed 001's Figure 6: queue push latency as the processes compute between pushes, one-sided,
@@ -133,7 +133,7 @@ objects::Components component_rows(objects::Context& ctx, int iters, std::vector
   ctx.process_barrier();
   const objects::Components c = objects::measure_components(ctx, iters);
   if (ctx.rank() != 0) return c;
-  const std::pair<const char*, double> comps[] = {{"get", c.get}, {"put", c.put}, {"fad", c.fad}, {"cas", c.cas}, {"miss", c.miss}, {"line", c.line}, {"cas-contended", c.cas_contended},
+  const std::pair<const char*, double> comps[] = {{"get", c.get}, {"put", c.put}, {"fad", c.fad}, {"cas", c.cas}, {"atomic-read", c.atomic_read}, {"miss", c.miss}, {"line", c.line}, {"cas-contended", c.cas_contended},
                                                   {"rpc-rtt", c.rpc}, {"call-aggregated", c.call}, {"post", c.post}};
   std::printf("\ncost-model components (us; seed 001 Table I on this fabric)\n");
   for (const auto& [name, v] : comps) {

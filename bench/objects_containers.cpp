@@ -155,6 +155,15 @@ void container_rows(objects::Context& ctx, const ContainerOptions& o, std::vecto
     for (const Cell& x : mine) cells.emplace_back(x, c);
   }
   if (ctx.rank() != 0) return;
+  // The floor of any model here: the same components measured again a moment later.
+  auto spread = [&](double objects::Components::*f) {
+    double lo = cells.front().second.*f, hi = lo;
+    for (const auto& [x, c] : cells) lo = std::min(lo, c.*f), hi = std::max(hi, c.*f);
+    return std::pair{lo, hi};
+  };
+  const auto [miss_lo, miss_hi] = spread(&objects::Components::miss);
+  const auto [rpc_lo, rpc_hi] = spread(&objects::Components::rpc);
+  std::printf("\ncomponents over the policies' calibrations: miss %.3f-%.3f us, rpc %.3f-%.3f us\n", miss_lo, miss_hi, rpc_lo, rpc_hi);
   std::printf("\ncontainers, rank 0 -> data at rank 1: us per operation (model: from components measured just before each policy's rows)\n");
   std::printf("%-34s %6s %10s %10s %7s\n", "variant", "batch", "measured", "model", "ratio");
   for (const auto& [x, c] : cells) {

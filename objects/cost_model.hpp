@@ -25,6 +25,7 @@ std::string_view name(Op op);
 // Microseconds per operation, one at a time, from one process to another's memory.
 struct Components {
   double get = 0, put = 0, fad = 0, cas = 0;  // 8-16 byte operations on a word used just before
+  double atomic_read = 0;                     // an atomic read of a word (a load where mapped; else a fetch-and-add of 0)
   double miss = 0;                            // what a fresh bucket adds (a line the owner wrote last)
   double line = 0;                            // a bucket's line read again, from the caches below the first level
   double cas_contended = 0;                   // every process CASing one word
@@ -39,7 +40,8 @@ struct Components {
   // Cached: a relaxed atomic on a region word; what an acquiring one adds (the release clock's
   // READ, nothing to revalidate); what a releasing one adds after one slot was written (the
   // release of one dirty block and the clock's CAS) and with nothing written; a declared write
-  // of a slot in a clean block (its twin); a read of a slot in a valid copy.
+  // of a slot in a clean block (its twin); a read of a slot in a valid copy (one slot in each of
+  // 256 blocks: their lines in the first-level cache; a bucket's from further away is `line`).
   double region_atomic = 0, region_acquire = 0, region_release = 0, region_release_clean = 0;
   double region_write = 0, region_read = 0;
   std::string provider;  // the fabric they were measured on

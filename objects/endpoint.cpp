@@ -94,11 +94,24 @@ uint8_t* Endpoint::map(const RemoteMemoryLocator& reg) {
   return qp->remote_pointer(reg.addr, reg.rkey, reg.size, fabric::kRemoteRead | fabric::kRemoteWrite | fabric::kRemoteAtomic);
 }
 
-Endpoint::Known Endpoint::known_for(int rank, uint64_t addr, size_t len) {
+void Endpoint::bad_access(int rank, uint64_t addr, size_t len) const {
   if (rank < 0 || rank >= rt_.size()) fail("objects: rank ", rank, " is not in 0..", rt_.size() - 1);
   if (len == 0) fail("objects: an access of 0 bytes at rank ", rank);
-  if (addr + len < addr) fail("objects: [0x", std::hex, addr, ", +0x", len, ") wraps around");
-  if (t_last_key.ep == this && t_last_key.reg.rank == rank && t_last_key.reg.holds(addr, len)) return Known{t_last_key.reg, t_last_key.mapped};
+  fail("objects: [0x", std::hex, addr, ", +0x", len, ") wraps around");
+}
+
+// Every operation passes here: the checks and the cache hit stay small enough to inline into
+// it; the rest is out of line.
+inline Endpoint::Known Endpoint::known_for(int rank, uint64_t addr, size_t len) {
+  if (rank < 0 || rank >= rt_.size() || len == 0 || addr + len < addr) [[unlikely]]
+    bad_access(rank, addr, len);
+  const LastKey& last = t_last_key;
+  if (last.ep == this && last.reg.rank == rank && last.reg.holds(addr, len)) [[likely]]
+    return Known{last.reg, last.mapped};
+  return learn(rank, addr, len);
+}
+
+Endpoint::Known Endpoint::learn(int rank, uint64_t addr, size_t len) {
   key_scans_.fetch_add(1, std::memory_order_relaxed);
   std::optional<Known> found;
   {
@@ -196,7 +209,10 @@ Request Endpoint::post_bytes(bool get, int rank, uint64_t addr, void* out, const
     else direct_put(p, in, len);
     return Request{};
   }
-  const uint32_t rkey = k.reg.rkey;
+  return post_fabric(get, rank, addr, k.reg.rkey, out, in, len, wait);
+}
+
+Request Endpoint::post_fabric(bool get, int rank, uint64_t addr, uint32_t rkey, void* out, const void* in, size_t len, bool wait) {
   size_t index;
   std::unique_lock<std::mutex> hold;
   Lane& l = my_lane(index, hold);
@@ -241,6 +257,10 @@ void Endpoint::put_bytes(int rank, uint64_t addr, const void* in, size_t len) {
   post_bytes(false, rank, addr, nullptr, in, len, true);
 }
 
+void Endpoint::misaligned(GlobalPtr<uint64_t> p) {
+  fail("objects: atomic on 0x", std::hex, p.address(), " at rank ", std::dec, p.rank(), ": not 8-byte aligned");
+}
+
 // The provider's own atomic on a mapped word (sequentially consistent, as it runs them).
 uint64_t Endpoint::cpu_atomic(fabric::Opcode op, uint8_t* word, uint64_t a, uint64_t b) {
   std::atomic_ref<uint64_t> w(*reinterpret_cast<uint64_t*>(word));
@@ -250,7 +270,7 @@ uint64_t Endpoint::cpu_atomic(fabric::Opcode op, uint8_t* word, uint64_t a, uint
 }
 
 uint64_t Endpoint::atomic_load(GlobalPtr<uint64_t> p) {
-  if (p.address() % 8 != 0) fail("objects: atomic on 0x", std::hex, p.address(), " at rank ", std::dec, p.rank(), ": not 8-byte aligned");
+  if (p.address() % 8 != 0) [[unlikely]] misaligned(p);
   const Known k = known_for(p.rank(), p.address(), 8);
   if (k.mapped != nullptr)
     return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(k.mapped + (p.address() - k.reg.addr))).load(std::memory_order_seq_cst);
@@ -270,10 +290,13 @@ Request Endpoint::atomic_load_async(GlobalPtr<uint64_t> p, uint64_t* out) {
 }
 
 uint64_t Endpoint::atomic(fabric::Opcode op, GlobalPtr<uint64_t> p, uint64_t a, uint64_t b) {
-  if (p.address() % 8 != 0) fail("objects: atomic on 0x", std::hex, p.address(), " at rank ", std::dec, p.rank(), ": not 8-byte aligned");
+  if (p.address() % 8 != 0) [[unlikely]] misaligned(p);
   const Known k = known_for(p.rank(), p.address(), 8);
   if (k.mapped != nullptr) return cpu_atomic(op, k.mapped + (p.address() - k.reg.addr), a, b);
-  const uint32_t rkey = k.reg.rkey;
+  return atomic_fabric(op, p, k.reg.rkey, a, b);
+}
+
+uint64_t Endpoint::atomic_fabric(fabric::Opcode op, GlobalPtr<uint64_t> p, uint32_t rkey, uint64_t a, uint64_t b) {
   size_t index;
   std::unique_lock<std::mutex> hold;
   Lane& l = my_lane(index, hold);
@@ -286,13 +309,16 @@ uint64_t Endpoint::atomic(fabric::Opcode op, GlobalPtr<uint64_t> p, uint64_t a, 
 // The old value lands in the staging area and is copied out at completion, like a get's bytes.
 Request Endpoint::atomic_async(fabric::Opcode op, GlobalPtr<uint64_t> p, uint64_t a, uint64_t b, uint64_t* old) {
   if (old == nullptr) fail("objects: an asynchronous atomic without a place for its result");
-  if (p.address() % 8 != 0) fail("objects: atomic on 0x", std::hex, p.address(), " at rank ", std::dec, p.rank(), ": not 8-byte aligned");
+  if (p.address() % 8 != 0) [[unlikely]] misaligned(p);
   const Known k = known_for(p.rank(), p.address(), 8);
   if (k.mapped != nullptr) {
     *old = cpu_atomic(op, k.mapped + (p.address() - k.reg.addr), a, b);
     return Request{};
   }
-  const uint32_t rkey = k.reg.rkey;
+  return atomic_fabric_async(op, p, k.reg.rkey, a, b, old);
+}
+
+Request Endpoint::atomic_fabric_async(fabric::Opcode op, GlobalPtr<uint64_t> p, uint32_t rkey, uint64_t a, uint64_t b, uint64_t* old) {
   size_t index;
   std::unique_lock<std::mutex> hold;
   Lane& l = my_lane(index, hold);

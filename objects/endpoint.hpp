@@ -128,16 +128,23 @@ class Endpoint {
   };
   uint64_t atomic(fabric::Opcode op, GlobalPtr<uint64_t> p, uint64_t a, uint64_t b);
   Request atomic_async(fabric::Opcode op, GlobalPtr<uint64_t> p, uint64_t a, uint64_t b, uint64_t* old);
+  // The same as requests on the calling thread's lane (memory the provider does not map here).
+  [[gnu::noinline]] uint64_t atomic_fabric(fabric::Opcode op, GlobalPtr<uint64_t> p, uint32_t rkey, uint64_t a, uint64_t b);
+  [[gnu::noinline]] Request atomic_fabric_async(fabric::Opcode op, GlobalPtr<uint64_t> p, uint32_t rkey, uint64_t a, uint64_t b, uint64_t* old);
+  [[noreturn, gnu::cold, gnu::noinline]] static void misaligned(GlobalPtr<uint64_t> p);
   static uint64_t cpu_atomic(fabric::Opcode op, uint8_t* word, uint64_t a, uint64_t b);
   static void direct_get(void* out, const uint8_t* src, size_t len);
   static void direct_put(uint8_t* dst, const void* in, size_t len);
   // `rank`'s registration holding [addr, addr+len) (cached); checks rank and length.
   Known known_for(int rank, uint64_t addr, size_t len);
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_access(int rank, uint64_t addr, size_t len) const;
+  [[gnu::noinline]] Known learn(int rank, uint64_t addr, size_t len);  // not the last one used: the cache, else the owner
   uint8_t* map(const RemoteMemoryLocator& reg);
   Lane& my_lane(size_t& index, std::unique_lock<std::mutex>& hold);
   // Posts [addr, addr+len) as READs (get) or WRITEs (put) in staging-sized pieces; `wait`:
   // completes them before the lane is let go.
   Request post_bytes(bool get, int rank, uint64_t addr, void* out, const void* in, size_t len, bool wait);
+  [[gnu::noinline]] Request post_fabric(bool get, int rank, uint64_t addr, uint32_t rkey, void* out, const void* in, size_t len, bool wait);
   void complete(Lane& l);  // the lane held (its thread's own, or the spare's mutex)
   void complete_up_to(size_t lane, uint64_t ticket);
 

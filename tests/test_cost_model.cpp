@@ -1,5 +1,6 @@
 // The cost model's pieces (objects/cost_model.hpp): the calibration file's round trip and its
-// errors, and what each prediction counts; a slot's words read into a value (objects/slots.hpp).
+// errors, and what each prediction counts; an Auto cell's switches (objects/chooser.hpp); a
+// slot's words read into a value (objects/slots.hpp).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "loom/dsm/common/error.hpp"
+#include "loom/objects/chooser.hpp"
 #include "loom/objects/cost_model.hpp"
 #include "loom/objects/slots.hpp"
 
@@ -18,14 +20,14 @@ using loom::objects::predict;
 
 namespace {
 
-// Every component a different power of two (2^-6 to 2^17: exact in the file's six digits), so a
+// Every component a different power of two (2^-6 to 2^18: exact in the file's six digits), so a
 // prediction's sum names the components in it.
 Components powers() {
   Components c;
   double v = 1.0 / 64;
   c.provider = "shm";
   c.processes = 2;
-  for (double* f : {&c.get, &c.put, &c.fad, &c.cas, &c.miss, &c.line, &c.cas_contended, &c.rpc, &c.call, &c.post, &c.h_insert,
+  for (double* f : {&c.get, &c.put, &c.fad, &c.cas, &c.atomic_read, &c.miss, &c.line, &c.cas_contended, &c.rpc, &c.call, &c.post, &c.h_insert,
                     &c.h_find, &c.h_push, &c.h_pop, &c.h_find_phasal, &c.h_push_phasal, &c.h_pop_phasal, &c.op, &c.region_atomic,
                     &c.region_acquire, &c.region_release, &c.region_release_clean, &c.region_write, &c.region_read})
     *f = v, v *= 2;
@@ -80,12 +82,88 @@ TEST(CostModel, APhasalOperationRunsItsOwnLevelsLogic) {
 TEST(CostModel, AHashOperationMeetsItsBucketsLine) {
   const Components c = powers();
   // A find reads a bucket written before: its line from the caches below, in every policy.
-  EXPECT_EQ(predict(c, Op::HashFind, Policy::OneSided, Level::PhasalFind), c.h_find_phasal + c.op + c.line + c.get);
-  EXPECT_EQ(predict(c, Op::HashFind, Policy::Cached, Level::PhasalFind), c.h_find_phasal + c.op + c.line + c.region_read);
+  EXPECT_EQ(predict(c, Op::HashFind, Policy::OneSided, Level::PhasalFind), c.op + c.line + c.get);
+  EXPECT_EQ(predict(c, Op::HashFind, Policy::Cached, Level::PhasalFind), c.op + c.line + c.region_read);
   // A one-sided insert claims a fresh bucket: the owner's line (a miss), not one of ours.
-  EXPECT_EQ(predict(c, Op::HashInsert, Policy::OneSided, Level::Atomic), c.h_insert + c.op + c.miss + c.cas + c.post + c.cas);
+  EXPECT_EQ(predict(c, Op::HashInsert, Policy::OneSided, Level::Atomic), c.op + c.miss + c.cas + c.post + c.cas);
   // A queue's slots are walked in order: no line counted.
-  EXPECT_EQ(predict(c, Op::QueuePush, Policy::OneSided, Level::PhasalPush), c.h_push_phasal + c.op + c.fad + c.put);
+  EXPECT_EQ(predict(c, Op::QueuePush, Policy::OneSided, Level::PhasalPush), c.op + c.fad + c.put);
+}
+
+TEST(CostModel, AnOperationAtTheCallerCountsTheOperationsItMakes) {
+  const Components c = powers();
+  // A seqlock's state word is read by an atomic read (a load where the memory is mapped), not a
+  // fetch-and-add; the operation's logic is in the front end, its memory accesses are these.
+  EXPECT_EQ(predict(c, Op::HashFind, Policy::OneSided, Level::Atomic), c.op + c.line + c.atomic_read + c.get + c.atomic_read);
+  EXPECT_EQ(predict(c, Op::QueuePush, Policy::OneSided, Level::Atomic), c.op + c.atomic_read + c.post + c.cas + c.post + c.cas);
+  EXPECT_EQ(predict(c, Op::QueuePop, Policy::OneSided, Level::Atomic), c.op + c.atomic_read + c.post + c.cas + c.get + c.post);
+  // Batched, the front end is shared and each operation's logic runs on the results: h counts.
+  EXPECT_EQ(predict(c, Op::HashFind, Policy::OneSided, Level::Atomic, 4), c.h_find + c.op / 4 + 3 * c.post + c.atomic_read / 4);
+  // So with a Cached object: one at a time its region operations, batched its logic besides.
+  const double a = c.region_atomic;
+  EXPECT_EQ(predict(c, Op::QueuePush, Policy::Cached, Level::PhasalPush), c.op + a + c.region_write + 2 * a);
+  EXPECT_EQ(predict(c, Op::QueuePush, Policy::Cached, Level::PhasalPush, 2), c.h_push_phasal + c.op / 2 + a + c.region_write + 2 * a);
+}
+
+namespace {
+using loom::objects::Chooser;
+
+// Runs `ops` operations of one cell through the Chooser, each timed one taking what `us` says
+// for the policy it ran under; the policy in use at the end.
+template <typename F>
+Policy run_cell(Chooser& ch, uint32_t ops, F&& us) {
+  for (uint32_t i = 0; i < ops; ++i) {
+    bool timed = false;
+    const Policy p = ch.pick(Op::HashFind, Level::Atomic, timed);
+    if (timed) ch.record(Op::HashFind, Level::Atomic, p, us(p));
+  }
+  return ch.current(Op::HashFind, Level::Atomic);
+}
+
+// OneSided the model's pick for an atomic find (0.1 us against 0.5).
+Components one_sided_cheaper() {
+  Components c;
+  c.rpc = 0.5, c.get = 0.05, c.atomic_read = 0.025;
+  return c;
+}
+}  // namespace
+
+TEST(Chooser, AnAutoCellLeavesAPolicyThatWentBadAndComesBack) {
+  Chooser ch(one_sided_cheaper(), true, Policy::OneSided, Policy::OwnerInvoked);
+  EXPECT_EQ(ch.current(Op::HashFind, Level::Atomic), Policy::OneSided);
+  // The owner's memory got far (a loaded fabric): one-sided 2 us, the call still 0.5.
+  EXPECT_EQ(run_cell(ch, 64 * 1024, [](Policy p) { return p == Policy::OneSided ? 2.0 : 0.5; }), Policy::OwnerInvoked);
+  EXPECT_GE(ch.switches(), 1u);
+  EXPECT_NEAR(ch.estimate(Op::HashFind, Level::Atomic, Policy::OneSided), 2.0, 1e-9);
+  // It came back: the probes see it and the cell returns.
+  EXPECT_EQ(run_cell(ch, 64 * 1024, [](Policy p) { return p == Policy::OneSided ? 0.1 : 0.5; }), Policy::OneSided);
+  // The other cells were left alone.
+  EXPECT_EQ(ch.current(Op::HashInsert, Level::Atomic), Policy::OneSided);
+}
+
+TEST(Chooser, OneSlowOperationMovesNothing) {
+  Chooser ch(one_sided_cheaper(), true, Policy::OneSided, Policy::OwnerInvoked);
+  uint32_t timed_ops = 0;
+  const Policy end = run_cell(ch, 64 * 1024, [&](Policy p) {
+    if (p != Policy::OneSided) return 0.5;
+    return ++timed_ops == 3 ? 50.0 : 0.1;  // one preemption
+  });
+  EXPECT_EQ(end, Policy::OneSided);
+  EXPECT_EQ(ch.switches(), 0u);
+  // Within the hysteresis (1.2x, not 1.3x) neither.
+  EXPECT_EQ(run_cell(ch, 64 * 1024, [](Policy p) { return p == Policy::OneSided ? 0.6 : 0.5; }), Policy::OneSided);
+  EXPECT_EQ(ch.switches(), 0u);
+}
+
+TEST(Chooser, WithoutAdaptationTheModelsPickStaysAndNothingIsTimed) {
+  Chooser ch(one_sided_cheaper(), false, Policy::OneSided, Policy::OwnerInvoked);
+  bool any_timed = false;
+  for (int i = 0; i < 10000; ++i) {
+    bool timed = false;
+    EXPECT_EQ(ch.pick(Op::HashFind, Level::Atomic, timed), Policy::OneSided);
+    any_timed |= timed;
+  }
+  EXPECT_FALSE(any_timed);
 }
 
 namespace {
