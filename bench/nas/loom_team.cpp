@@ -14,9 +14,8 @@ namespace loom::nas {
 const char* const DsmCounters::kNames[kCount] = {"faults", "read_misses", "revalidations", "invalidations", "bytes_fetched", "notices", "twins", "released_blocks", "exclusive_claims", "downgrades"};
 
 size_t block_for_piece(size_t piece) {
-  constexpr size_t kSmallest = 4096, kLargest = 65536;
-  if (piece == 0) return kSmallest;
-  return std::clamp(piece & (~piece + 1), kSmallest, kLargest);
+  if (piece == 0) return kSmallestBlock;
+  return std::clamp(piece & (~piece + 1), kSmallestBlock, kLargestBlock);
 }
 
 namespace {
@@ -48,7 +47,7 @@ struct ProcessShared {
 
 class LoomTeam final : public Team {
  public:
-  static constexpr size_t kBlock = 4096;
+  static constexpr size_t kBlock = kSmallestBlock;  // an array's without a piece
   LoomTeam(Runtime& rt, ProcessShared& ps, int thread) : Team(rt.rank(), rt.size(), thread, rt.threads_per_process()), ps_(ps) { make_slots(); }
   std::string backend() const override { return "loom-" + ps_.space.policy().name(); }
   void barrier() override { ps_.space.barrier(); }

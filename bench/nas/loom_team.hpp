@@ -26,6 +26,7 @@ struct LoomRun {
 // the largest power of two dividing a piece, 4 to 64 KiB (a piece's blocks are its member's
 // alone; fewer, larger blocks cost fewer per-block steps at each release and fetch); 4 KiB
 // without a piece (0).
+inline constexpr size_t kSmallestBlock = 4096, kLargestBlock = 65536;
 size_t block_for_piece(size_t piece);
 
 // Collective over the processes of rt: a Space with `cfg`, a region sized for the kernel at the
