@@ -5,8 +5,9 @@
 // the nodes its worker owns and continues at a child's owner by a call carrying the rollout
 // (the position and the path so far); the worker where it stops evaluates it and sends each
 // owner on the path one call with the result for its edges. Calls go through each worker's
-// Aggregator. The root's owner (rank 0's first worker) starts every rollout and keeps up to
-// `in_flight` per worker of the job travelling. Workers wait for calls by spinning and
+// Aggregator, whose records go out when the worker is about to wait or has finished a rollout's
+// evaluation (its results). The root's owner (rank 0's first worker) starts every rollout and
+// keeps up to `in_flight` per worker of the job travelling. Workers wait for calls by spinning and
 // yielding, never sleeping, while a search runs: a call is always on its way.
 #include <algorithm>
 #include <chrono>
@@ -296,6 +297,11 @@ class InvokedSearch final : public Search<G> {
       ++w.rc.remote_calls;
       w.rc.bytes += batch.size() * sizeof(Result);
     }
+    // The results go now, not with the calls of the next evaluations: the rollout's starter
+    // keeps only a few travelling and starts the next when this one is back. Held for the
+    // calls that poll() runs after this one, they had kept the two sides taking turns (at 9x9
+    // and 20 ms a search, 1.0x one local thread; sent at once, 1.4-1.7x).
+    w.agg->flush();
   }
 
   void on_results(std::span<std::byte> b) {
