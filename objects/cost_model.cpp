@@ -44,9 +44,10 @@ double one_sided(const Components& c, Op op, Level l) {
   switch (op) {
     case Op::HashInsert: return c.miss + c.cas + c.post + c.cas;  // claim (a fresh bucket); key and value, publish behind them
     case Op::HashFind: return c.line + (phasal ? c.get : c.atomic_read + c.get + c.atomic_read);  // snapshot, or seqlock
-    // counter and sequence read together; claim; value and publication together
+    // counter and sequence read together; claim; the value and the CAS behind it together (the
+    // CAS's completion is the value's); phasal: claim, slot, and a pop's blocking publication
     case Op::QueuePush: return phasal ? c.fad + c.put : c.atomic_read + c.post + c.cas + c.post + c.cas;
-    case Op::QueuePop: return phasal ? c.fad + c.get + c.post : c.atomic_read + c.post + c.cas + c.get + c.post;
+    case Op::QueuePop: return phasal ? c.fad + c.get + c.put : c.atomic_read + c.post + c.cas + c.post + c.cas;
   }
   return 0;
 }
@@ -69,8 +70,10 @@ double cached(const Components& c, Op op, Level l) {
   const double a = c.region_atomic, acq = a + c.region_acquire;
   const bool phasal = l != Level::Atomic;
   switch (op) {
-    case Op::HashInsert: return acq + c.line + c.region_write + a + c.region_release;
-    case Op::HashFind: return c.line + (phasal ? c.region_read : acq + c.region_read + a);
+    // A slot's line comes while the accessor does its bookkeeping: region_read and region_write,
+    // timed on slots in many lines beyond the first-level cache, have it in them.
+    case Op::HashInsert: return acq + c.region_write + a + c.region_release;
+    case Op::HashFind: return phasal ? c.region_read : acq + c.region_read + a;
     case Op::QueuePush: return phasal ? a + c.region_write + 2 * a : a + acq + a + c.region_write + a + c.region_release;
     case Op::QueuePop: return phasal ? a + c.region_read + 2 * a : a + acq + a + c.region_read + a + c.region_release_clean;
   }
@@ -174,15 +177,15 @@ double predict(const Components& c, Op op, Policy p, Level l, size_t batch) {
   const double b = static_cast<double>(batch == 0 ? 1 : batch);
   // Every policy runs the operation's own logic once (h: hashing, probing, comparing) and its
   // front end at the caller (c.op, once per operation or batch), plus its way to the data. One
-  // operation at a time at the caller (OneSided, Cached) has its logic inside c.op (measured as a
-  // whole one-sided find less its get) and its memory accesses are fabric or region operations:
-  // h, which is both on local memory, would count them again. A batch amortizes c.op, not the
-  // logic of each of its operations: h counts there.
+  // one-sided operation at a time has its logic inside c.op (measured as a whole one-sided find
+  // less its get) and its memory accesses are fabric operations: h, which is both on local
+  // memory, would count them again. A Cached operation reads and compares the slots of its
+  // local copy as h does, after each accessor; a batch amortizes c.op, not each operation's logic.
   const double h = handler(c, op, l);
   switch (p) {
     case Policy::OneSided: return batch > 1 ? h + c.op / b + one_sided_batch(c, op, l, b) : c.op + one_sided(c, op, l);
     case Policy::OwnerInvoked: return c.op / b + (batch > 1 ? invoked_batch(c, op, l, b) : c.rpc + h + bucket_line(c, op));
-    case Policy::Cached: return (batch > 1 ? h + c.op / b : c.op) + cached(c, op, l);
+    case Policy::Cached: return h + c.op / b + cached(c, op, l);
     case Policy::Auto: break;
   }
   fail("objects: predict: Auto is not a fixed policy");

@@ -40,8 +40,9 @@ struct Components {
   // Cached: a relaxed atomic on a region word; what an acquiring one adds (the release clock's
   // READ, nothing to revalidate); what a releasing one adds after one slot was written (the
   // release of one dirty block and the clock's CAS) and with nothing written; a declared write
-  // of a slot in a clean block (its twin); a read of a slot in a valid copy (one slot in each of
-  // 256 blocks: their lines in the first-level cache; a bucket's from further away is `line`).
+  // of a slot in a clean block (its twin); a read of a slot in a valid copy. Both on slots in
+  // many lines of many blocks, beyond the first-level cache: a slot's line comes while the
+  // accessor runs (a read of one slot again costs the same), so it is in these.
   double region_atomic = 0, region_acquire = 0, region_release = 0, region_release_clean = 0;
   double region_write = 0, region_read = 0;
   std::string provider;  // the fabric they were measured on
