@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
   const int iters = args.quick ? 500 : 2000;
   ContainerOptions co;
   co.iters = iters;
+  if (args.quick) co.rounds = 1;
   Fig6Options fo;
   if (args.quick) fo.pushes = 150, fo.compute_us = {0, 2, 10, 20};
   std::vector<Row> rows;

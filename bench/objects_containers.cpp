@@ -52,11 +52,11 @@ struct Cell {
   double us;
 };
 
-void add(std::vector<Row>& rows, const objects::Components& c, const Cell& x) {
+void add(std::vector<Row>& rows, const Cell& x, double model_us) {
   const std::string v = variant(x.op, x.p, x.l);
   rows.push_back({v, x.batch, "us", x.us, "us"});
   rows.push_back({v, x.batch, "ops_per_s", 1e6 / x.us, "ops/s"});
-  rows.push_back({v, x.batch, "model_us", objects::predict(c, x.op, x.p, x.l, x.batch), "us"});
+  rows.push_back({v, x.batch, "model_us", model_us, "us"});
 }
 
 // The rows are best cases, as the model's predictions are (no collision, no contention): a
@@ -145,30 +145,51 @@ void queue_cells(objects::Context& ctx, Policy p, const ContainerOptions& o, std
 
 // Each policy's rows are compared with components measured just before them: this machine's
 // speed drifts by 2x over seconds (a shared host), and a model is only as good as its inputs.
+// The policies take turns over `rounds` rounds (each round in another order); a row is the
+// median of its rounds, its model the median of theirs.
 void container_rows(objects::Context& ctx, const ContainerOptions& o, std::vector<Row>& rows) {
-  std::vector<std::pair<Cell, objects::Components>> cells;
-  for (Policy p : objects::kFixedPolicies) {
-    const objects::Components c = objects::measure_components(ctx, o.iters);
-    std::vector<Cell> mine;
-    hash_cells(ctx, p, o, mine);
-    queue_cells(ctx, p, o, mine);
-    for (const Cell& x : mine) cells.emplace_back(x, c);
-  }
+  struct Rounds {
+    Cell first;
+    std::vector<double> us, model;
+  };
+  std::vector<Rounds> rounds;  // in the first round's order
+  std::vector<objects::Components> calibrations;
+  const size_t np = std::size(objects::kFixedPolicies);
+  for (int r = 0; r < o.rounds; ++r)
+    for (size_t j = 0; j < np; ++j) {
+      const Policy p = objects::kFixedPolicies[(j + static_cast<size_t>(r)) % np];
+      const objects::Components c = objects::measure_components(ctx, o.iters);
+      calibrations.push_back(c);
+      std::vector<Cell> mine;
+      hash_cells(ctx, p, o, mine);
+      queue_cells(ctx, p, o, mine);
+      for (const Cell& x : mine) {
+        auto same = [&](const Rounds& k) { return k.first.op == x.op && k.first.p == x.p && k.first.l == x.l && k.first.batch == x.batch; };
+        auto it = std::find_if(rounds.begin(), rounds.end(), same);
+        if (it == rounds.end()) it = rounds.insert(rounds.end(), Rounds{x, {}, {}});
+        it->us.push_back(x.us);
+        it->model.push_back(objects::predict(c, x.op, x.p, x.l, x.batch));
+      }
+    }
   if (ctx.rank() != 0) return;
   // The floor of any model here: the same components measured again a moment later.
   auto spread = [&](double objects::Components::*f) {
-    double lo = cells.front().second.*f, hi = lo;
-    for (const auto& [x, c] : cells) lo = std::min(lo, c.*f), hi = std::max(hi, c.*f);
+    double lo = calibrations.front().*f, hi = lo;
+    for (const auto& c : calibrations) lo = std::min(lo, c.*f), hi = std::max(hi, c.*f);
     return std::pair{lo, hi};
   };
   const auto [miss_lo, miss_hi] = spread(&objects::Components::miss);
   const auto [rpc_lo, rpc_hi] = spread(&objects::Components::rpc);
-  std::printf("\ncomponents over the policies' calibrations: miss %.3f-%.3f us, rpc %.3f-%.3f us\n", miss_lo, miss_hi, rpc_lo, rpc_hi);
-  std::printf("\ncontainers, rank 0 -> data at rank 1: us per operation (model: from components measured just before each policy's rows)\n");
+  std::printf("\ncomponents over the policies' %zu calibrations: miss %.3f-%.3f us, rpc %.3f-%.3f us\n", calibrations.size(), miss_lo, miss_hi,
+              rpc_lo, rpc_hi);
+  std::printf("\ncontainers, rank 0 -> data at rank 1: us per operation, median of %d rounds (model: from components measured just before each policy's rows)\n",
+              o.rounds);
   std::printf("%-34s %6s %10s %10s %7s\n", "variant", "batch", "measured", "model", "ratio");
-  for (const auto& [x, c] : cells) {
-    add(rows, c, x);
-    const double model = objects::predict(c, x.op, x.p, x.l, x.batch);
+  for (auto& k : rounds) {
+    Cell x = k.first;
+    x.us = median(k.us);
+    const double model = median(k.model);
+    add(rows, x, model);
     std::printf("%-34s %6zu %10.3f %10.3f %7.2f\n", variant(x.op, x.p, x.l).c_str(), x.batch, x.us, model, x.us / model);
   }
 }

@@ -13,6 +13,7 @@ namespace loom::bench {
 
 struct ContainerOptions {
   int iters = 2000;  // operations per one-at-a-time row
+  int rounds = 3;    // of every policy's rows, in turns
   size_t batch = 64;
   double mixed_seconds = 0.2;  // per policy
 };
