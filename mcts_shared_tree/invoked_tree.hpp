@@ -7,7 +7,8 @@
 // owner on the path one call with the result for its edges. Calls go through each worker's
 // Aggregator, whose records go out when the worker is about to wait or has finished a rollout's
 // evaluation (its results). The root's owner (rank 0's first worker) starts every rollout and
-// keeps up to `in_flight` per worker of the job travelling. Workers wait for calls by spinning and
+// keeps up to `in_flight` per worker of the job travelling; while fewer than half of those are
+// out, it hands the evaluation of a leaf of its own to another worker. Workers wait for calls by spinning and
 // yielding, never sleeping, while a search runs: a call is always on its way.
 #include <algorithm>
 #include <chrono>
@@ -168,6 +169,7 @@ class InvokedSearch final : public Search<G> {
     uint64_t travelling = static_cast<uint64_t>(cfg_.in_flight) * workers;
     if (const uint64_t expected = expected_rollouts(b, rate_); expected != 0)
       travelling = std::clamp<uint64_t>(expected / 256, workers, travelling);
+    travelling_ = travelling;
     wait::Backoff backoff(kYields);
     ProgressClock clock(static_cast<bool>(this->progress_));
     // Whether the budget allows another rollout (the clock read every 8th): asked before each
@@ -233,36 +235,66 @@ class InvokedSearch final : public Search<G> {
       const uint16_t move = NodeLayout::moves(node)[i];
       path.push_back(Step{id, static_cast<uint32_t>(my_gid()), static_cast<uint16_t>(i), static_cast<uint8_t>(g_.to_move(s)), 0});
       g_.play(s, move);
-      if (visits_before < cfg_.expand_at * k) return evaluate_and_report(w, s, path);
+      if (visits_before < cfg_.expand_at * k) {
+        // The root's owner selects at the root for every rollout: while fewer than half the
+        // rollouts it may keep travelling are out, the others are short of work, and a leaf of
+        // its own is evaluated by one of them.
+        if (my_gid() == 0 && inv_.total_threads() > 1 && in_flight_ * 2 < travelling_) return forward_evaluation(w, s, path);
+        return evaluate_and_report(w, s, path);
+      }
       const uint64_t child = invoked::child_id(id, move);
       if (gid_of(child) != my_gid()) return forward(w, child, s, path);
       id = child;
     }
   }
 
-  void forward(Worker& w, uint64_t child, const State& s, const std::vector<Step>& path) {
-    const Header h{child, static_cast<uint32_t>(path.size()), epoch_};
+  // A rollout on the wire: [Header][State][Step x depth], in w.msg.
+  void pack_rollout(Worker& w, uint64_t node, const State& s, const std::vector<Step>& path) {
+    const Header h{node, static_cast<uint32_t>(path.size()), epoch_};
     w.msg.resize(sizeof h + sizeof s + path.size() * sizeof(Step));
     std::memcpy(w.msg.data(), &h, sizeof h);
     std::memcpy(w.msg.data() + sizeof h, &s, sizeof s);
     std::memcpy(w.msg.data() + sizeof h + sizeof s, path.data(), path.size() * sizeof(Step));
-    w.agg->call_buffer(inv_.thread_of(gid_of(child)), [](std::span<std::byte> b) {
-      if (current_ != nullptr) current_->on_descend(b);
-    }, w.msg);
     ++w.rc.remote_calls;
     w.rc.bytes += w.msg.size();
   }
+  // False for a message that is not a whole rollout of this search.
+  bool unpack_rollout(std::span<std::byte> b, Header& h, State& s, std::vector<Step>& path) const {
+    if (b.size() < sizeof h + sizeof s) return false;
+    std::memcpy(&h, b.data(), sizeof h);
+    if (h.epoch != epoch_ || h.depth > 1024 || b.size() != sizeof h + sizeof s + h.depth * sizeof(Step)) return false;
+    std::memcpy(&s, b.data() + sizeof h, sizeof s);
+    path.resize(h.depth);
+    std::memcpy(path.data(), b.data() + sizeof h + sizeof s, h.depth * sizeof(Step));
+    return true;
+  }
 
+  void forward(Worker& w, uint64_t child, const State& s, const std::vector<Step>& path) {
+    pack_rollout(w, child, s, path);
+    w.agg->call_buffer(inv_.thread_of(gid_of(child)), [](std::span<std::byte> b) {
+      if (current_ != nullptr) current_->on_descend(b);
+    }, w.msg);
+  }
   void on_descend(std::span<std::byte> b) {
     Header h;
     State s;
-    if (b.size() < sizeof h + sizeof s) return;
-    std::memcpy(&h, b.data(), sizeof h);
-    if (h.epoch != epoch_ || h.depth > 1024 || b.size() != sizeof h + sizeof s + h.depth * sizeof(Step)) return;  // not this search's
-    std::memcpy(&s, b.data() + sizeof h, sizeof s);
-    std::vector<Step> path(h.depth);
-    std::memcpy(path.data(), b.data() + sizeof h + sizeof s, h.depth * sizeof(Step));
-    descend(aggregated(), h.node, s, std::move(path));
+    std::vector<Step> path;
+    if (unpack_rollout(b, h, s, path)) descend(aggregated(), h.node, s, std::move(path));
+  }
+
+  // A leaf's evaluation at another worker, chosen at random (its results come back by call).
+  void forward_evaluation(Worker& w, const State& s, const std::vector<Step>& path) {
+    pack_rollout(w, 0, s, path);
+    const int to = 1 + static_cast<int>(w.rng.next() % static_cast<uint64_t>(inv_.total_threads() - 1));
+    w.agg->call_buffer(inv_.thread_of(to), [](std::span<std::byte> b) {
+      if (current_ != nullptr) current_->on_evaluate(b);
+    }, w.msg);
+  }
+  void on_evaluate(std::span<std::byte> b) {
+    Header h;
+    State s;
+    std::vector<Step> path;
+    if (unpack_rollout(b, h, s, path)) evaluate_and_report(aggregated(), s, path);
   }
 
   // K playouts here; each owner on the path gets the results for its edges in one call.
@@ -362,6 +394,7 @@ class InvokedSearch final : public Search<G> {
   State root_state_{};
   uint64_t root_id_ = 0;
   uint64_t in_flight_ = 0;  // the root owner's
+  uint64_t travelling_ = 0;  // the root owner's bound on in_flight_ this search
   uint32_t epoch_ = 0;      // changed only between searches (collectively)
   double rate_ = 0;         // the last search's rollouts per second (the whole job's)
   // Searches of every InvokedSearch in this process so far: every process runs the same
