@@ -274,19 +274,18 @@ uint64_t Endpoint::atomic_load(GlobalPtr<uint64_t> p) {
   const Known k = known_for(p.rank(), p.address(), 8);
   if (k.mapped != nullptr)
     return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(k.mapped + (p.address() - k.reg.addr))).load(std::memory_order_seq_cst);
-  return atomic(fabric::Opcode::FetchAdd, p, 0, 0);
+  return atomic_fabric(fabric::Opcode::FetchAdd, p, k.reg.rkey, 0, 0);
 }
 
 Request Endpoint::atomic_load_async(GlobalPtr<uint64_t> p, uint64_t* out) {
   if (out == nullptr) fail("objects: an asynchronous atomic without a place for its result");
-  if (p.address() % 8 == 0) {
-    const Known k = known_for(p.rank(), p.address(), 8);
-    if (k.mapped != nullptr) {
-      *out = std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(k.mapped + (p.address() - k.reg.addr))).load(std::memory_order_seq_cst);
-      return Request{};
-    }
+  if (p.address() % 8 != 0) [[unlikely]] misaligned(p);
+  const Known k = known_for(p.rank(), p.address(), 8);
+  if (k.mapped != nullptr) {
+    *out = std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(k.mapped + (p.address() - k.reg.addr))).load(std::memory_order_seq_cst);
+    return Request{};
   }
-  return atomic_async(fabric::Opcode::FetchAdd, p, 0, 0, out);
+  return atomic_fabric_async(fabric::Opcode::FetchAdd, p, k.reg.rkey, 0, 0, out);
 }
 
 uint64_t Endpoint::atomic(fabric::Opcode op, GlobalPtr<uint64_t> p, uint64_t a, uint64_t b) {
