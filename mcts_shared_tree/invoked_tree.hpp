@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <span>
+#include <typeinfo>
 #include <unordered_map>
 #include <vector>
 
@@ -58,15 +59,20 @@ class InvokedSearch final : public Search<G> {
   using State = typename G::State;
   using Step = invoked::Step;
   using Result = invoked::Result;
-  // A rollout on the wire: [Header][State][Step x depth]; results: [epoch][Result x n]. The
-  // epoch (one per search) keeps a call that arrives after its search ended out of the next.
+  // A rollout on the wire: [Header][State][Step x depth]; results: [object | epoch][Result x n].
+  // Both begin with the search object's id at the Context (calls find their object by it, as
+  // objects/ containers' shipped operations do); the epoch (one per search) keeps a call that
+  // arrives after its search ended out of the next.
   struct Header {
+    uint32_t object;
+    uint32_t epoch;
     uint64_t node;
     uint32_t depth;
-    uint32_t epoch;
+    uint32_t pad;
   };
 
  public:
+  // Collective (the search is attached to the Context, in the same order everywhere).
   InvokedSearch(const G& g, SearchConfig cfg, objects::Context& ctx)
       : Search<G>(g),
         g_(g),
@@ -76,11 +82,10 @@ class InvokedSearch final : public Search<G> {
         workers_(static_cast<size_t>(inv_.threads())),
         pool_(inv_.threads(), [&rt = ctx.runtime()](int t, std::function<void()> body) { return rt.spawn_at(t, "mcts-worker", std::move(body)); }) {
     if (inv_.config().helpers != 0) fail("mcts: the owner-invoked policy runs calls on the owners' own threads (LOOM_INVOKE_HELPERS=0)");
-    current_ = this;
+    id_ = ctx.attach(this, typeid(InvokedSearch));
   }
-  ~InvokedSearch() override {
-    if (current_ == this) current_ = nullptr;
-  }
+  // A call that arrives later finds no object and is dropped.
+  ~InvokedSearch() override { ctx_.detach(id_); }
 
   // Collective; every worker thread of every process runs its part (rank 0's first worker
   // starts the rollouts, the others serve).
@@ -195,8 +200,8 @@ class InvokedSearch final : public Search<G> {
       else backoff.pause();
     }
     for (int g = 0; g < inv_.total_threads(); ++g)
-      if (g != my_gid()) w.agg->call(inv_.thread_of(g), [] {
-        if (current_ != nullptr) current_->me().done = true;
+      if (g != my_gid()) w.agg->call(inv_.thread_of(g), [id = id_] {
+        if (const auto p = objects::Context::try_pin<InvokedSearch>(id); p.get() != nullptr) p.get()->me().done = true;
       });
     w.agg->flush();
     w.rc.messages = records_sent() - records;
@@ -250,7 +255,7 @@ class InvokedSearch final : public Search<G> {
 
   // A rollout on the wire: [Header][State][Step x depth], in w.msg.
   void pack_rollout(Worker& w, uint64_t node, const State& s, const std::vector<Step>& path) {
-    const Header h{node, static_cast<uint32_t>(path.size()), epoch_};
+    const Header h{id_, epoch_, node, static_cast<uint32_t>(path.size()), 0};
     w.msg.resize(sizeof h + sizeof s + path.size() * sizeof(Step));
     std::memcpy(w.msg.data(), &h, sizeof h);
     std::memcpy(w.msg.data() + sizeof h, &s, sizeof s);
@@ -271,9 +276,7 @@ class InvokedSearch final : public Search<G> {
 
   void forward(Worker& w, uint64_t child, const State& s, const std::vector<Step>& path) {
     pack_rollout(w, child, s, path);
-    w.agg->call_buffer(inv_.thread_of(gid_of(child)), [](std::span<std::byte> b) {
-      if (current_ != nullptr) current_->on_descend(b);
-    }, w.msg);
+    w.agg->call_buffer(inv_.thread_of(gid_of(child)), [](std::span<std::byte> b) { deliver<&InvokedSearch::on_descend>(b); }, w.msg);
   }
   void on_descend(std::span<std::byte> b) {
     Header h;
@@ -286,9 +289,7 @@ class InvokedSearch final : public Search<G> {
   void forward_evaluation(Worker& w, const State& s, const std::vector<Step>& path) {
     pack_rollout(w, 0, s, path);
     const int to = 1 + static_cast<int>(w.rng.next() % static_cast<uint64_t>(inv_.total_threads() - 1));
-    w.agg->call_buffer(inv_.thread_of(to), [](std::span<std::byte> b) {
-      if (current_ != nullptr) current_->on_evaluate(b);
-    }, w.msg);
+    w.agg->call_buffer(inv_.thread_of(to), [](std::span<std::byte> b) { deliver<&InvokedSearch::on_evaluate>(b); }, w.msg);
   }
   void on_evaluate(std::span<std::byte> b) {
     Header h;
@@ -319,13 +320,11 @@ class InvokedSearch final : public Search<G> {
         apply(w, batch);
         continue;
       }
-      w.msg.resize(8 + batch.size() * sizeof(Result));
-      const uint64_t epoch = epoch_;
-      std::memcpy(w.msg.data(), &epoch, 8);
-      std::memcpy(w.msg.data() + 8, batch.data(), batch.size() * sizeof(Result));
-      w.agg->call_buffer(inv_.thread_of(static_cast<int>(owner)), [](std::span<std::byte> b) {
-        if (current_ != nullptr) current_->on_results(b);
-      }, w.msg);
+      const uint32_t prefix[2] = {id_, epoch_};
+      w.msg.resize(sizeof prefix + batch.size() * sizeof(Result));
+      std::memcpy(w.msg.data(), prefix, sizeof prefix);
+      std::memcpy(w.msg.data() + sizeof prefix, batch.data(), batch.size() * sizeof(Result));
+      w.agg->call_buffer(inv_.thread_of(static_cast<int>(owner)), [](std::span<std::byte> b) { deliver<&InvokedSearch::on_results>(b); }, w.msg);
       ++w.rc.remote_calls;
       w.rc.bytes += batch.size() * sizeof(Result);
     }
@@ -337,13 +336,23 @@ class InvokedSearch final : public Search<G> {
   }
 
   void on_results(std::span<std::byte> b) {
-    uint64_t epoch = 0;
-    if (b.size() < 8 || (b.size() - 8) % sizeof(Result) != 0) return;
-    std::memcpy(&epoch, b.data(), 8);
-    if (epoch != epoch_) return;
-    std::vector<Result> rs((b.size() - 8) / sizeof(Result));
-    std::memcpy(rs.data(), b.data() + 8, b.size() - 8);
+    uint32_t prefix[2];
+    if (b.size() < sizeof prefix || (b.size() - sizeof prefix) % sizeof(Result) != 0) return;
+    std::memcpy(prefix, b.data(), sizeof prefix);
+    if (prefix[1] != epoch_) return;
+    std::vector<Result> rs((b.size() - sizeof prefix) / sizeof(Result));
+    std::memcpy(rs.data(), b.data() + sizeof prefix, b.size() - sizeof prefix);
     apply(me(), rs);
+  }
+
+  // A call's message begins with its search object's id: the call runs on that object, pinned
+  // while it runs, if it is still there (a call from the wire names any id; no object, no call).
+  template <void (InvokedSearch::*On)(std::span<std::byte>)>
+  static void deliver(std::span<std::byte> b) {
+    uint32_t id = 0;
+    if (b.size() < sizeof id) return;
+    std::memcpy(&id, b.data(), sizeof id);
+    if (const auto p = objects::Context::try_pin<InvokedSearch>(id); p.get() != nullptr) (p.get()->*On)(b);
   }
 
   // An edge's result replaces its virtual loss; the root's ends the rollout.
@@ -384,7 +393,6 @@ class InvokedSearch final : public Search<G> {
   }
 
   static constexpr uint32_t kYields = 1u << 20;  // a wait during a search yields, not sleeps
-  static inline InvokedSearch* current_ = nullptr;
   const G& g_;
   SearchConfig cfg_;
   objects::Context& ctx_;
@@ -397,6 +405,7 @@ class InvokedSearch final : public Search<G> {
   uint64_t travelling_ = 0;  // the root owner's bound on in_flight_ this search
   uint32_t epoch_ = 0;      // changed only between searches (collectively)
   double rate_ = 0;         // the last search's rollouts per second (the whole job's)
+  uint32_t id_ = 0;         // this search object's id at the Context
   // Searches of every InvokedSearch in this process so far: every process runs the same
   // searches in the same order, so the count names a search alike everywhere, and a late call
   // from an earlier search object never passes for the current one's.

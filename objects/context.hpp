@@ -103,6 +103,17 @@ class Context {
     Attached& a = pinned_slot(id, typeid(T));
     return Pinned<T>(static_cast<T*>(a.object.load(std::memory_order_seq_cst)), &a.pins);
   }
+  // The same in this process's Context, for a shipped operation, which must not throw: empty
+  // (get() is null) for an id the wire got wrong, an object of another type, or one already
+  // detached (a call that arrives after its object went).
+  template <typename T>
+  static Pinned<T> try_pin(uint32_t id) noexcept {
+    try {
+      return current().pin<T>(id);
+    } catch (...) {
+      return {};
+    }
+  }
 
  private:
   // Takes a pin on the slot (the count first, then the object's check: see detach).

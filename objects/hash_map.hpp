@@ -178,13 +178,7 @@ class HashMap {
     return hash::find<LocalSlots<E>, K, V>(s, h.start, slots_.per(), key, level);
   }
   // The object a shipped operation names, pinned while the operation runs (null: none).
-  static Context::Pinned<HashMap> at_owner(uint32_t id) noexcept {
-    try {
-      return Context::current().pin<HashMap>(id);
-    } catch (...) {
-      return {};
-    }
-  }
+  static Context::Pinned<HashMap> at_owner(uint32_t id) noexcept { return Context::try_pin<HashMap>(id); }
   static bool mine(HashMap* m, hash::Home h) noexcept { return m != nullptr && h.part < m->slots_.parts() && m->owner(h) == m->ctx_.rank(); }
   static Status on_insert(uint32_t id, hash::Home h, const K& key, const V& value) noexcept {
     const auto pin = at_owner(id);

@@ -138,11 +138,8 @@ class Queue {
   }
   // The queue a shipped operation names, pinned while the operation runs, if it is hosted here.
   static Context::Pinned<Queue> at_host(uint32_t id) noexcept {
-    try {
-      Context::Pinned<Queue> q = Context::current().pin<Queue>(id);
-      if (q.get()->host() == q.get()->ctx_.rank()) return q;
-    } catch (...) {
-    }
+    Context::Pinned<Queue> q = Context::try_pin<Queue>(id);
+    if (q.get() != nullptr && q.get()->host() == q.get()->ctx_.rank()) return q;
     return {};
   }
   static Status on_push(uint32_t id, const T& v, Level level) noexcept {

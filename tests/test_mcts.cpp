@@ -146,6 +146,30 @@ TEST_P(Mcts, TheEmptyBoardLooksTheSameAfterAHalfTurn) {
   ctx_->process_barrier();
 }
 
+// Two searches alive at once on one Context (two engines in one program) each search with their
+// own tree: the owner-invoked policy found its search through one pointer per process, the
+// newest search's, so the first one's calls reached the second, which dropped them as another
+// search's, and the first search never ended.
+TEST_P(Mcts, TwoSearchesAliveAtOnceEachSearch) {
+  Hex g(5);
+  auto first = search(g, 11);
+  auto second = search(g, 12);
+  const Hex::State s = position(g, "a1,a2,a3,a4,c1", "b1,b2,b3,e3,e5");
+  for (int round = 0; round < 2; ++round)
+    for (auto* one : {first.get(), second.get()}) {
+      if (!runs_here()) continue;
+      const auto r = one->run(g.initial(), Budget{2000, 0});
+      EXPECT_GT(r.counters.rollouts, 0u);
+      EXPECT_GE(r.best, 0);
+      EXPECT_EQ(g.move_name(static_cast<Hex::Move>(one->run(s, Budget{500, 0}).best)), "a5");
+    }
+  second.reset();
+  if (runs_here()) {
+    EXPECT_GT(first->run(g.initial(), Budget{1000, 0}).counters.rollouts, 0u);
+  }
+  ctx_->process_barrier();
+}
+
 // loom-hex's protocol: a scripted session through serve_gtp (rank 0 reads it), bad commands
 // included; a refused command leaves the board as it was.
 TEST_P(Mcts, TheEngineAnswersAScriptedSession) {
