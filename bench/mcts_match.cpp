@@ -17,7 +17,7 @@ using mcts::Hex;
 
 bool MatchOptions::take_flag(int argc, char** argv, int& i) {
   const std::string a = argv[i];
-  if (a != "--games" && a != "--move-rollouts" && a != "--move-seconds") return false;
+  if (a != "--games" && a != "--move-rollouts" && a != "--move-seconds" && a != "--match-rounds") return false;
   if (i + 1 >= argc) fail(a, " needs a value");
   const std::string v = argv[++i];
   if (a == "--move-seconds") {
@@ -31,6 +31,9 @@ bool MatchOptions::take_flag(int argc, char** argv, int& i) {
   if (a == "--games") {
     if (x < 1 || x > board * board) fail(a, "=", v, " is outside 1..", board * board, " (openings, each played twice)");
     openings = static_cast<int>(x);
+  } else if (a == "--match-rounds") {
+    if (x < 1 || x > 100) fail(a, "=", v, " is outside 1..100");
+    rounds = static_cast<int>(x);
   } else {
     if (x < 1 || x > (int64_t{1} << 30)) fail(a, "=", v, " is outside 1..2^30");
     rollouts = static_cast<uint64_t>(x);
@@ -73,17 +76,49 @@ int play_game(const Hex& g, int opening, int colour, MoveOf&& move) {
   return g.winner(s) == colour ? 1 : 0;
 }
 
-void add_result(const std::string& variant, int board, double wins, double games, const Tally& t, std::vector<Row>& rows) {
+// Every round of a match: side 0's wins of each round's `games` games.
+struct Rounds {
+  std::vector<double> wins;
+  double games_per_round = 0;
+  double total() const {
+    double w = 0;
+    for (double x : wins) w += x;
+    return w;
+  }
+};
+
+// Plays o.rounds rounds of every opening with both colours; move(side, state) as in play_game.
+template <typename MoveOf>
+Rounds play_rounds(const Hex& g, const MatchOptions& o, MoveOf&& move) {
+  Rounds r;
+  r.games_per_round = 2.0 * o.openings;
+  for (int round = 0; round < o.rounds; ++round) {
+    double wins = 0;
+    for (int cell = 0; cell < o.openings; ++cell)
+      for (int colour : {0, 1}) wins += play_game(g, cell, colour, move);
+    r.wins.push_back(wins);
+  }
+  return r;
+}
+
+void add_result(const std::string& variant, int board, const Rounds& r, const Tally& t, std::vector<Row>& rows) {
+  const double wins = r.total(), games = r.games_per_round * static_cast<double>(r.wins.size());
   const auto [lo, hi] = wilson(wins, games);
   const size_t n = static_cast<size_t>(board);
+  for (double w : r.wins) rows.push_back({variant, n, "round_win_rate", w / r.games_per_round, ""});
   rows.push_back({variant, n, "win_rate", wins / games, ""});
   rows.push_back({variant, n, "wilson_lo", lo, ""});
   rows.push_back({variant, n, "wilson_hi", hi, ""});
   rows.push_back({variant, n, "games", games, ""});
   rows.push_back({variant, n, "rollouts_per_move", t.per_search(0), "rollouts"});
   rows.push_back({variant, n, "local_rollouts_per_move", t.per_search(1), "rollouts"});
-  std::printf("%s: %.0f of %.0f games won against local-1t (rollouts per move %.0f against %.0f)\n", variant.c_str(), wins, games, t.per_search(0),
+  std::printf("%s: %.0f of %.0f games won against local-1t (rollouts per move %.0f against %.0f)", variant.c_str(), wins, games, t.per_search(0),
               t.per_search(1));
+  if (r.wins.size() > 1) {
+    std::printf("; by round:");
+    for (double w : r.wins) std::printf(" %.3f", w / r.games_per_round);
+  }
+  std::printf("\n");
   std::fflush(stdout);
 }
 
@@ -98,16 +133,14 @@ void reference_rows(const MatchOptions& o, mcts::SearchConfig cfg, std::vector<R
   for (const auto& [suffix, budget] : conditions) {
     mcts::LocalSearch<Hex> twice(g, cfg), once(g, other);
     const mcts::Budget doubled{budget.rollouts * 2, budget.seconds * 2};
-    double wins = 0, games = 0;
     Tally t;
     auto move = [&](int side, const Hex::State& s) {
       const mcts::SearchResult r = side == 0 ? twice.run(s, doubled) : once.run(s, budget);
       t.add(side, r);
       return r.best;
     };
-    for (int cell = 0; cell < o.openings; ++cell)
-      for (int colour : {0, 1}) wins += play_game(g, cell, colour, move), ++games;
-    add_result(std::string("local-np1-t1") + suffix, o.board, wins, games, t, rows);
+    const Rounds r = play_rounds(g, o, move);
+    add_result(std::string("local-np1-t1") + suffix, o.board, r, t, rows);
   }
 }
 
@@ -123,7 +156,6 @@ void match_rows(Runtime& rt, objects::Context& ctx, mcts::TreePolicy p, mcts::Se
     auto policy = mcts::make_search(p, g, cfg, &ctx, &rt);
     std::unique_ptr<mcts::Search<Hex>> local;
     if (rt.rank() == 0) local = std::make_unique<mcts::LocalSearch<Hex>>(g, one);
-    double wins = 0, games = 0;
     Tally t;
     // Every process searches the policy's moves; rank 0 alone local-1t's (the others wait in
     // the allgather), and everyone plays rank 0's move.
@@ -135,9 +167,8 @@ void match_rows(Runtime& rt, objects::Context& ctx, mcts::TreePolicy p, mcts::Se
       }
       return rt.bootstrap().allgather_value(best)[0];
     };
-    for (int cell = 0; cell < o.openings; ++cell)
-      for (int colour : {0, 1}) wins += play_game(g, cell, colour, move), ++games;
-    if (rt.rank() == 0) add_result(v + suffix, o.board, wins, games, t, rows);
+    const Rounds r = play_rounds(g, o, move);
+    if (rt.rank() == 0) add_result(v + suffix, o.board, r, t, rows);
   }
 }
 

@@ -2,7 +2,8 @@
 // bench_mcts --match: a tree policy against local-1t (one process, one thread) on 9x9, every
 // one-stone opening played twice with the colours swapped, at equal rollouts per move and at
 // equal wall time per move. Rows: variant `<policy>-np<P>-t<T>@equal-rollouts` or
-// `@equal-time`, size 9, metrics win_rate, wilson_lo, wilson_hi (95%), games.
+// `@equal-time`, size 9, metrics win_rate, wilson_lo, wilson_hi (95%), games (over every
+// round), and round_win_rate (one row per round).
 #include <string>
 #include <vector>
 
@@ -17,10 +18,13 @@ struct MatchOptions {
   int openings = 81;        // the first `openings` cells as Black's first stone (each twice)
   uint64_t rollouts = 1000;  // per move, at equal rollouts
   double seconds = 0.02;     // per move, at equal time
-  // Parses --games N, --move-rollouts R, --move-seconds S at argv[i] (advancing i).
+  // Whole matches per condition, each with the searches' seeds where the last left them: a
+  // condition's rows pool them all (162 games a round), and each round is printed too.
+  int rounds = 1;
+  // Parses --games N, --move-rollouts R, --move-seconds S, --match-rounds R at argv[i] (advancing i).
   bool take_flag(int argc, char** argv, int& i);
-  static constexpr const char* kUsage = "--games N, --move-rollouts R, --move-seconds S";
-  void quick() { openings = std::min(openings, 4); }
+  static constexpr const char* kUsage = "--games N, --move-rollouts R, --move-seconds S, --match-rounds R";
+  void quick() { openings = std::min(openings, 4), rounds = 1; }
 
 };
 

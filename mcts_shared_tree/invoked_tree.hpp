@@ -300,6 +300,9 @@ class InvokedSearch final : public Search<G> {
 
   // K playouts here; each owner on the path gets the results for its edges in one call.
   void evaluate_and_report(Worker& w, const State& s, const std::vector<Step>& path) {
+    // Calls made before this evaluation (rollouts started or forwarded in the same round of
+    // starts or of polled calls) go out before its playouts, not after them.
+    w.agg->flush();
     const uint32_t k = cfg_.playouts;
     const int over = g_.winner(s);
     const uint32_t black = over >= 0 ? (over == 0 ? k : 0) : playouts_won(g_, s, 0, k, w.rng);
