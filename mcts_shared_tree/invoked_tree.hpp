@@ -6,10 +6,12 @@
 // (the position and the path so far); the worker where it stops evaluates it and sends each
 // owner on the path one call with the result for its edges. Calls go through each worker's
 // Aggregator, whose records go out when the worker is about to wait, is about to evaluate a
-// leaf (the calls made before it), or has evaluated one (its results). The root's owner (rank 0's first worker) starts every rollout and
-// keeps up to `in_flight` per worker of the job travelling; while fewer than half of those are
-// out, it hands the evaluation of a leaf of its own to another worker. Workers wait for calls by spinning and
-// yielding, never sleeping, while a search runs: a call is always on its way.
+// leaf (the calls made before it), or has evaluated one (its results). The root's owner (rank
+// 0's first worker) starts every rollout and keeps up to `in_flight` per worker of the job
+// travelling; while fewer than half of those are out, it hands the evaluation of a leaf of its
+// own to another worker. Workers wait for calls by spinning and yielding, never sleeping, while
+// a search runs: a call is always on its way. The search is attached to the objects::Context,
+// and every call names it by its id there.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
