@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <numeric>
 
 #include "loom/dsm/common/error.hpp"
 #include "loom/dsm/common/settings.hpp"
@@ -80,11 +81,7 @@ int play_game(const Hex& g, int opening, int colour, MoveOf&& move) {
 struct Rounds {
   std::vector<double> wins;
   double games_per_round = 0;
-  double total() const {
-    double w = 0;
-    for (double x : wins) w += x;
-    return w;
-  }
+  double total() const { return std::accumulate(wins.begin(), wins.end(), 0.0); }
 };
 
 // Plays o.rounds rounds of every opening with both colours; move(side, state) as in play_game.

@@ -12,8 +12,10 @@ namespace {
 std::atomic<Context*> g_current{nullptr};
 }  // namespace
 
+Context* Context::current_or_null() noexcept { return g_current.load(std::memory_order_acquire); }
+
 Context& Context::current() {
-  Context* c = g_current.load(std::memory_order_acquire);
+  Context* c = current_or_null();
   if (c == nullptr) fail("objects: no Context (construct loom::objects::Context collectively first)");
   return *c;
 }
@@ -124,18 +126,24 @@ void Context::detach(uint32_t id) {
   while (a.pins.load(std::memory_order_acquire) != 0) b.pause();
 }
 
-Context::Attached& Context::pinned_slot(uint32_t id, const std::type_info& type) {
-  if (id >= kMaxObjects) fail("objects: no object ", id, " at rank ", rt_.rank());
+Context::Attached* Context::pinned_slot(uint32_t id, const std::type_info& type, Miss& miss) noexcept {
+  if (id >= kMaxObjects) {
+    miss = Miss::Unknown;
+    return nullptr;
+  }
   Attached& a = objects_[id];
   a.pins.fetch_add(1, std::memory_order_seq_cst);
   const void* o = a.object.load(std::memory_order_seq_cst);
   const std::type_info* t = a.type.load(std::memory_order_relaxed);
-  if (o == nullptr || *t != type) {
-    a.pins.fetch_sub(1, std::memory_order_release);
-    if (o == nullptr) fail("objects: no object ", id, " at rank ", rt_.rank());
-    fail("objects: object ", id, " at rank ", rt_.rank(), " is not of the type the call expects");
-  }
-  return a;
+  if (o != nullptr && *t == type) return &a;
+  a.pins.fetch_sub(1, std::memory_order_release);
+  miss = o == nullptr ? Miss::Unknown : Miss::OtherType;
+  return nullptr;
+}
+
+void Context::fail_pin(uint32_t id, Miss miss) const {
+  if (miss == Miss::OtherType) fail("objects: object ", id, " at rank ", rt_.rank(), " is not of the type the call expects");
+  fail("objects: no object ", id, " at rank ", rt_.rank());
 }
 
 }  // namespace loom::objects

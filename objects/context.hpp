@@ -100,24 +100,30 @@ class Context {
   // The object with this id and type, pinned; an unknown id or another type is an error.
   template <typename T>
   Pinned<T> pin(uint32_t id) {
-    Attached& a = pinned_slot(id, typeid(T));
-    return Pinned<T>(static_cast<T*>(a.object.load(std::memory_order_seq_cst)), &a.pins);
+    Miss miss = Miss::None;
+    Attached* a = pinned_slot(id, typeid(T), miss);
+    if (a == nullptr) fail_pin(id, miss);
+    return Pinned<T>(static_cast<T*>(a->object.load(std::memory_order_seq_cst)), &a->pins);
   }
   // The same in this process's Context, for a shipped operation, which must not throw: empty
-  // (get() is null) for an id the wire got wrong, an object of another type, or one already
-  // detached (a call that arrives after its object went).
+  // (get() is null) for an id the wire got wrong, an object of another type, one already
+  // detached (a call that arrives after its object went), or no Context.
   template <typename T>
   static Pinned<T> try_pin(uint32_t id) noexcept {
-    try {
-      return current().pin<T>(id);
-    } catch (...) {
-      return {};
-    }
+    Context* c = current_or_null();
+    Miss miss = Miss::None;
+    Attached* a = c == nullptr ? nullptr : c->pinned_slot(id, typeid(T), miss);
+    if (a == nullptr) return {};
+    return Pinned<T>(static_cast<T*>(a->object.load(std::memory_order_seq_cst)), &a->pins);
   }
 
  private:
-  // Takes a pin on the slot (the count first, then the object's check: see detach).
-  Attached& pinned_slot(uint32_t id, const std::type_info& type);
+  enum class Miss { None, Unknown, OtherType };
+  static Context* current_or_null() noexcept;
+  // Takes a pin on the slot (the count first, then the object's check: see detach); null, and
+  // why in `miss`, for an unknown id or another type.
+  Attached* pinned_slot(uint32_t id, const std::type_info& type, Miss& miss) noexcept;
+  [[noreturn]] void fail_pin(uint32_t id, Miss miss) const;
 
   Runtime& rt_;
   std::unique_ptr<Endpoint> ep_;

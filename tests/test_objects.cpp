@@ -224,6 +224,17 @@ TEST(ObjectRegistry, DetachWaitsForAPinnedCallAndThenForgetsTheObject) {
   EXPECT_THROW(ctx.pin<int>(id + 1000), loom::Error);
   const uint32_t other = ctx.attach(&object, typeid(int));
   EXPECT_THROW(ctx.pin<double>(other), loom::Error) << "a call expecting another type";
+  // What a shipped operation uses: the same misses, empty instead of thrown, and a pin that
+  // was not taken leaves nothing behind (detach below would wait for it).
+  EXPECT_EQ(loom::objects::Context::try_pin<int>(id).get(), nullptr);
+  EXPECT_EQ(loom::objects::Context::try_pin<int>(1u << 30).get(), nullptr);
+  EXPECT_EQ(loom::objects::Context::try_pin<double>(other).get(), nullptr);
+  EXPECT_EQ(loom::objects::Context::try_pin<int>(other).get(), &object);
   ctx.detach(other);
   ctx.process_barrier();
+}
+
+TEST(ObjectRegistry, TryPinWithoutAContextIsEmpty) {
+  EXPECT_EQ(loom::objects::Context::try_pin<int>(0).get(), nullptr);
+  EXPECT_THROW(loom::objects::Context::current(), loom::Error);
 }
