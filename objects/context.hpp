@@ -103,7 +103,7 @@ class Context {
     Miss miss = Miss::None;
     Attached* a = pinned_slot(id, typeid(T), miss);
     if (a == nullptr) fail_pin(id, miss);
-    return Pinned<T>(static_cast<T*>(a->object.load(std::memory_order_seq_cst)), &a->pins);
+    return pinned<T>(*a);
   }
   // The same in this process's Context, for a shipped operation, which must not throw: empty
   // (get() is null) for an id the wire got wrong, an object of another type, one already
@@ -113,8 +113,7 @@ class Context {
     Context* c = current_or_null();
     Miss miss = Miss::None;
     Attached* a = c == nullptr ? nullptr : c->pinned_slot(id, typeid(T), miss);
-    if (a == nullptr) return {};
-    return Pinned<T>(static_cast<T*>(a->object.load(std::memory_order_seq_cst)), &a->pins);
+    return a == nullptr ? Pinned<T>{} : pinned<T>(*a);
   }
 
  private:
@@ -124,6 +123,11 @@ class Context {
   // why in `miss`, for an unknown id or another type.
   Attached* pinned_slot(uint32_t id, const std::type_info& type, Miss& miss) noexcept;
   [[noreturn]] void fail_pin(uint32_t id, Miss miss) const;
+  // The pin pinned_slot took, as a Pinned of the object's type (checked there).
+  template <typename T>
+  static Pinned<T> pinned(Attached& a) {
+    return Pinned<T>(static_cast<T*>(a.object.load(std::memory_order_seq_cst)), &a.pins);
+  }
 
   Runtime& rt_;
   std::unique_ptr<Endpoint> ep_;
