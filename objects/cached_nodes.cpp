@@ -50,20 +50,21 @@ CachedNodes::~CachedNodes() {
   }
 }
 
-// Generation g claims edges from counter g % 2. At g + 1's start (after a barrier: nobody
-// claims for g any more) every process reads g's counter to learn how far its stripe was
-// written, and rank 0 zeroes counter (g + 1) % 2, which everyone read at g's start, before g's
-// closing barrier. No process can read a counter while another zeroes it.
+// Generation g claims edges from counter g % 3. At g + 1's start (after a barrier: nobody
+// claims for g any more, and everyone is done with g's own start) every process reads g's
+// counter to learn how far its stripe was written, and rank 0 zeroes counter (g + 2) % 3: the
+// one everyone read at g's start, and the one g + 2 claims from, after the barrier that starts
+// g + 2, which rank 0 reaches after this store. No process reads a counter while another
+// zeroes it, and none claims from it before.
 void CachedNodes::reset() {
   ctx_.process_barrier();
   const uint64_t used = std::min<uint64_t>(edges_, edge_counter(generation_).load(coherence::Order::Relaxed));
   std::fill_n(counters_ + mine_, used, uint64_t{0});
+  if (ctx_.rank() == 0) edge_counter(generation_ + 2).store(0, coherence::Order::Relaxed);
   ++generation_;
-  if (ctx_.rank() == 0) edge_counter(generation_).store(0, coherence::Order::Relaxed);
   std::lock_guard<std::mutex> g(mu_);
   arena_used_ = 0;
   next_edge_ = limit_edge_ = 0;
-  ctx_.process_barrier();  // the counter is zero before anyone claims from it
 }
 
 CachedNodes::Link CachedNodes::look(uint64_t edge) {
@@ -92,14 +93,14 @@ coherence::AtomicRef CachedNodes::word(size_t i) {
   return sp_.atomic_ref(&words_at_[kOwnWords + i]);
 }
 
-coherence::AtomicRef CachedNodes::edge_counter(uint32_t generation) { return sp_.atomic_ref(&words_at_[generation & 1]); }
+coherence::AtomicRef CachedNodes::edge_counter(uint32_t generation) { return sp_.atomic_ref(&words_at_[generation % 3]); }
 
-void CachedNodes::sync() { sp_.atomic_ref(&words_at_[2]).fetch_add(1, coherence::Order::AcqRel); }
+void CachedNodes::sync() { sp_.atomic_ref(&words_at_[3]).fetch_add(1, coherence::Order::AcqRel); }
 
 void CachedNodes::sync_all() {
-  sp_.atomic_ref(&words_at_[2]).fetch_add(1, coherence::Order::Release);
+  sp_.atomic_ref(&words_at_[3]).fetch_add(1, coherence::Order::Release);
   ctx_.process_barrier();
-  sp_.atomic_ref(&words_at_[2]).load(coherence::Order::Acquire);
+  sp_.atomic_ref(&words_at_[3]).load(coherence::Order::Acquire);
 }
 
 uint64_t CachedNodes::stamp(Node n) const {

@@ -117,7 +117,7 @@ class CachedNodes {
  private:
   static constexpr uint64_t kTagShift = 40;  // link word: generation << 40 | (node + 1)
   static constexpr uint64_t kClaim = 4096;   // edges a process takes from the counter at a time
-  static constexpr size_t kOwnWords = 3;     // [0, 1] the edge counters (by generation), [2] syncs
+  static constexpr size_t kOwnWords = 4;     // [0, 2] the edge counters (by generation), [3] syncs
 
   Node node_of(uint64_t link) const {
     return (link >> kTagShift) == generation_ ? (link & ((uint64_t{1} << kTagShift) - 1)) - 1 : 0;

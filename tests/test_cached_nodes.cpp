@@ -132,11 +132,13 @@ TEST_F(CachedNodesTest, AnEdgeLinksOnce) {
 
 // Counters: every process adds to every edge; the sums after a publication are every
 // process's. A new generation reads zero and no link, however many edges the last one used,
-// and a process arriving late at it changes nothing.
+// and a process arriving late at it changes nothing. Seven generations take edges from each of
+// the three edge counters twice or more: a counter not zeroed for its next turn runs out of
+// edges (each generation here claims more than half of them).
 TEST_F(CachedNodesTest, CountersSumAndAGenerationStartsClean) {
   CachedNodes nodes(ctx(), small());
-  for (int generation = 0; generation < 3; ++generation) {
-    if (me() == np() - 1 && generation == 1) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  for (int generation = 0; generation < 7; ++generation) {
+    if (me() == np() - 1 && generation % 3 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(30));
     nodes.reset();
     CachedNodes::Node root = me() == 0 ? make(nodes, 100, 1) : 0;
     root = rt().bootstrap().allgather_value(root)[0];
@@ -149,7 +151,10 @@ TEST_F(CachedNodesTest, CountersSumAndAGenerationStartsClean) {
     }
     ctx().process_barrier();  // everyone looked before anyone links
     // Edges claimed by every process (the counter runs on), then counted on.
-    for (int k = 0; k < 3 + generation; ++k) ASSERT_NE(make(nodes, 50, 2), 0u);
+    // Nodes for half of all edges between the processes, a few more in some generations (with
+    // the root and the links' nodes, whole claims come to about three quarters).
+    const int nodes_of_32 = static_cast<int>(small().edges) / 2 / 32 / np();
+    for (int k = 0; k < nodes_of_32 + generation % 3; ++k) ASSERT_NE(make(nodes, 32, 2), 0u);
     for (uint32_t i = 0; i < 100; ++i) {
       nodes.add(first + i, i + 1);
       if (i % 2 == 0) nodes.link(first + i, make(nodes, 1, 3));
