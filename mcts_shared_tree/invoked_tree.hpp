@@ -99,7 +99,7 @@ class InvokedSearch final : public Search<G> {
     for (auto& w : workers_) {
       const uint64_t seed = cfg_.seed * 131 + static_cast<uint64_t>(ctx_.rank()) * 17 + static_cast<uint64_t>(&w - &workers_[0]);
       if (!w) w = std::make_unique<Worker>();
-      w->reset(seed);
+      w->reset(seed, inv_.gid(invoke::Thread{ctx_.rank(), static_cast<int>(&w - &workers_[0])}));
     }
     ++cfg_.seed;
     ctx_.process_barrier();
@@ -118,7 +118,8 @@ class InvokedSearch final : public Search<G> {
   // A worker's state lasts from search to search (its node memory, its Aggregator): a search
   // starts by forgetting the last one's nodes, not by building the worker anew.
   struct Worker {
-    void reset(uint64_t seed) {
+    void reset(uint64_t seed, int global_id) {
+      gid = global_id;
       nodes.clear();
       arena.rewind();
       rng = Rng(seed);
@@ -130,6 +131,12 @@ class InvokedSearch final : public Search<G> {
     Rng rng{1};
     std::unique_ptr<invoke::Aggregator> agg;
     RolloutCounters rc;
+    int gid = 0;  // this worker's global id (the owner named in ids and paths)
+    // Scratch a rollout's steps use again (calls run one at a time on their worker, and a
+    // descent makes no call that runs here before it returns).
+    std::vector<Step> path;
+    std::vector<std::pair<uint32_t, Result>> results;
+    std::vector<Result> batch, received;
     std::vector<std::byte> msg;
     bool done = false;  // this search's end reached this worker (its own thread's call)
   };
@@ -143,7 +150,6 @@ class InvokedSearch final : public Search<G> {
   }
 
   int gid_of(uint64_t id) const { return static_cast<int>(id % static_cast<uint64_t>(inv_.total_threads())); }
-  int my_gid() const { return inv_.gid(inv_.self()); }
   Worker& me() { return *workers_[static_cast<size_t>(inv_.self().index)]; }
   Worker& aggregated() {
     Worker& w = me();
@@ -194,7 +200,12 @@ class InvokedSearch final : public Search<G> {
           break;
         }
         ++started, ++in_flight_, worked = true;
-        descend(w, root_id_, root_state_, {});
+        w.path.clear();
+        descend(w, root_id_, root_state_, w.path);
+        // The others' calls run between starts, not only once the starts reach their bound: a
+        // start that ends here is evaluated here at once, and a run of them left the rollouts
+        // that had come back to this worker's nodes, and so the other workers, waiting.
+        inv_.poll();
       }
       worked |= inv_.poll() > 0;
       w.agg->flush();
@@ -202,7 +213,7 @@ class InvokedSearch final : public Search<G> {
       else backoff.pause();
     }
     for (int g = 0; g < inv_.total_threads(); ++g)
-      if (g != my_gid()) w.agg->call(inv_.thread_of(g), [id = id_] {
+      if (g != w.gid) w.agg->call(inv_.thread_of(g), [id = id_] {
         if (const auto p = objects::Context::try_pin<InvokedSearch>(id); p.get() != nullptr) p.get()->me().done = true;
       });
     w.agg->flush();
@@ -228,7 +239,7 @@ class InvokedSearch final : public Search<G> {
 
   // At node `id` (this worker's): select an edge with virtual loss; go on here, at the child's
   // owner, or stop and evaluate.
-  void descend(Worker& w, uint64_t id, State s, std::vector<Step> path) {
+  void descend(Worker& w, uint64_t id, State s, std::vector<Step>& path) {
     for (;;) {
       uint8_t* node = node_at(w, id, s);
       const int n = static_cast<int>(NodeLayout::edges(node));
@@ -240,17 +251,17 @@ class InvokedSearch final : public Search<G> {
       const uint32_t visits_before = EdgeStats::of(st[i]).visits;
       st[i] += EdgeStats::word(vl, 0);
       const uint16_t move = NodeLayout::moves(node)[i];
-      path.push_back(Step{id, static_cast<uint32_t>(my_gid()), static_cast<uint16_t>(i), static_cast<uint8_t>(g_.to_move(s)), 0});
+      path.push_back(Step{id, static_cast<uint32_t>(w.gid), static_cast<uint16_t>(i), static_cast<uint8_t>(g_.to_move(s)), 0});
       g_.play(s, move);
       if (visits_before < cfg_.expand_at * k) {
         // The root's owner selects at the root for every rollout: while fewer than half the
         // rollouts it may keep travelling are out, the others are short of work, and a leaf of
         // its own is evaluated by one of them.
-        if (my_gid() == 0 && inv_.total_threads() > 1 && in_flight_ * 2 < travelling_) return forward_evaluation(w, s, path);
+        if (w.gid == 0 && inv_.total_threads() > 1 && in_flight_ * 2 < travelling_) return forward_evaluation(w, s, path);
         return evaluate_and_report(w, s, path);
       }
       const uint64_t child = invoked::child_id(id, move);
-      if (gid_of(child) != my_gid()) return forward(w, child, s, path);
+      if (gid_of(child) != w.gid) return forward(w, child, s, path);
       id = child;
     }
   }
@@ -283,8 +294,8 @@ class InvokedSearch final : public Search<G> {
   void on_descend(std::span<std::byte> b) {
     Header h;
     State s;
-    std::vector<Step> path;
-    if (unpack_rollout(b, h, s, path)) descend(aggregated(), h.node, s, std::move(path));
+    Worker& w = aggregated();
+    if (unpack_rollout(b, h, s, w.path)) descend(w, h.node, s, w.path);
   }
 
   // A leaf's evaluation at another worker, chosen at random (its results come back by call).
@@ -296,8 +307,8 @@ class InvokedSearch final : public Search<G> {
   void on_evaluate(std::span<std::byte> b) {
     Header h;
     State s;
-    std::vector<Step> path;
-    if (unpack_rollout(b, h, s, path)) evaluate_and_report(aggregated(), s, path);
+    Worker& w = aggregated();
+    if (unpack_rollout(b, h, s, w.path)) evaluate_and_report(w, s, w.path);
   }
 
   // K playouts here; each owner on the path gets the results for its edges in one call.
@@ -312,16 +323,17 @@ class InvokedSearch final : public Search<G> {
     w.rc.playouts += over >= 0 ? 0 : k;
     w.rc.depth_sum += path.size();
     w.rc.max_depth = std::max<uint64_t>(w.rc.max_depth, path.size());
-    std::vector<std::pair<uint32_t, Result>> results;
+    auto& results = w.results;
+    results.clear();
     for (size_t d = 0; d < path.size(); ++d)
       results.push_back({path[d].owner, Result{path[d].node, path[d].mover == 0 ? black : k - black, path[d].edge, d == 0 ? uint8_t{1} : uint8_t{0}, 0}});
     std::stable_sort(results.begin(), results.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<Result> batch;
+    auto& batch = w.batch;
     for (size_t i = 0; i < results.size();) {
       const uint32_t owner = results[i].first;
       batch.clear();
       for (; i < results.size() && results[i].first == owner; ++i) batch.push_back(results[i].second);
-      if (static_cast<int>(owner) == my_gid()) {
+      if (static_cast<int>(owner) == w.gid) {
         apply(w, batch);
         continue;
       }
@@ -345,9 +357,10 @@ class InvokedSearch final : public Search<G> {
     if (b.size() < sizeof prefix || (b.size() - sizeof prefix) % sizeof(Result) != 0) return;
     std::memcpy(prefix, b.data(), sizeof prefix);
     if (prefix[1] != epoch_) return;
-    std::vector<Result> rs((b.size() - sizeof prefix) / sizeof(Result));
-    std::memcpy(rs.data(), b.data() + sizeof prefix, b.size() - sizeof prefix);
-    apply(me(), rs);
+    Worker& w = me();
+    w.received.resize((b.size() - sizeof prefix) / sizeof(Result));
+    std::memcpy(w.received.data(), b.data() + sizeof prefix, b.size() - sizeof prefix);
+    apply(w, w.received);
   }
 
   // A call's message begins with its search object's id: the call runs on that object, pinned
