@@ -115,6 +115,14 @@ class InvokedSearch final : public Search<G> {
   }
 
  private:
+  // The vectors a rollout's step on a worker uses (its path, its results, the message it
+  // sends), kept from step to step.
+  struct Scratch {
+    std::vector<Step> path;
+    std::vector<std::pair<uint32_t, Result>> results;
+    std::vector<Result> batch, received;
+    std::vector<std::byte> msg;
+  };
   // A worker's state lasts from search to search (its node memory, its Aggregator): a search
   // starts by forgetting the last one's nodes, not by building the worker anew.
   struct Worker {
@@ -132,13 +140,27 @@ class InvokedSearch final : public Search<G> {
     std::unique_ptr<invoke::Aggregator> agg;
     RolloutCounters rc;
     int gid = 0;  // this worker's global id (the owner named in ids and paths)
-    // Scratch a rollout's steps use again (calls run one at a time on their worker, and a
-    // descent makes no call that runs here before it returns).
-    std::vector<Step> path;
-    std::vector<std::pair<uint32_t, Result>> results;
-    std::vector<Result> batch, received;
-    std::vector<std::byte> msg;
+    std::vector<std::unique_ptr<Scratch>> scratch;  // by nesting level (see Level)
+    size_t level = 0;
     bool done = false;  // this search's end reached this worker (its own thread's call)
+  };
+  // A step's scratch while it runs. Steps nest: outside a call (the root owner's starts), a
+  // call that finds its ring full runs this thread's incoming calls until there is room
+  // (invoke's Messenger), and those are steps too; each level has its own scratch.
+  class Level {
+   public:
+    explicit Level(Worker& w) : w_(w) {
+      if (w.level == w.scratch.size()) w.scratch.push_back(std::make_unique<Scratch>());
+      s_ = w.scratch[w.level++].get();
+    }
+    ~Level() { --w_.level; }
+    Level(const Level&) = delete;
+    Level& operator=(const Level&) = delete;
+    Scratch& operator*() const { return *s_; }
+
+   private:
+    Worker& w_;
+    Scratch* s_;
   };
 
   // Records (RDMA WRITEs of aggregated calls) this thread has sent so far.
@@ -200,14 +222,20 @@ class InvokedSearch final : public Search<G> {
           break;
         }
         ++started, ++in_flight_, worked = true;
-        w.path.clear();
-        descend(w, root_id_, root_state_, w.path);
+        {
+          const Level sc(w);
+          (*sc).path.clear();
+          descend(w, *sc, root_id_, root_state_);
+        }
         // The others' calls run between starts, not only once the starts reach their bound: a
         // start that ends here is evaluated here at once, and a run of them left the rollouts
         // that had come back to this worker's nodes, and so the other workers, waiting.
         inv_.poll();
       }
-      worked |= inv_.poll() > 0;
+      // progress(), not poll(): it also sends the calls this thread queued when a ring was full
+      // (a call made inside a call queues rather than waits), which poll() left queued: with
+      // small rings (LOOM_INVOKE_CHUNK_SIZE=4K, LOOM_INVOKE_MAX_CHUNKS=2) a search hung.
+      worked |= inv_.progress() > 0;
       w.agg->flush();
       if (worked) backoff.reset();
       else backoff.pause();
@@ -229,7 +257,7 @@ class InvokedSearch final : public Search<G> {
     // saw another's call left its own in its channel, and it ended the next search at once
     // (the rollouts sent to that worker then never came back: two threads per process hung).
     while (!w.done) {
-      const int n = inv_.poll();
+      const int n = inv_.progress();  // as in drive(): the calls queued for a full ring go too
       w.agg->flush();
       if (n > 0) backoff.reset();
       else backoff.pause();
@@ -239,13 +267,14 @@ class InvokedSearch final : public Search<G> {
 
   // At node `id` (this worker's): select an edge with virtual loss; go on here, at the child's
   // owner, or stop and evaluate.
-  void descend(Worker& w, uint64_t id, State s, std::vector<Step>& path) {
+  void descend(Worker& w, Scratch& sc, uint64_t id, State s) {
+    std::vector<Step>& path = sc.path;
     for (;;) {
       uint8_t* node = node_at(w, id, s);
       const int n = static_cast<int>(NodeLayout::edges(node));
       uint64_t* st = NodeLayout::stats(node);
       const int i = n == 0 ? -1 : select_edge(n, [&](int e) { return EdgeStats::of(st[e]); }, cfg_.exploration, w.rng);
-      if (i < 0) return evaluate_and_report(w, s, path);
+      if (i < 0) return evaluate_and_report(w, sc, s);
       const uint32_t k = cfg_.playouts, vl = cfg_.virtual_loss * k;
       if (NodeLayout::in_flight(node)[i]++ != 0) ++w.rc.vl_collisions;
       const uint32_t visits_before = EdgeStats::of(st[i]).visits;
@@ -257,24 +286,26 @@ class InvokedSearch final : public Search<G> {
         // The root's owner selects at the root for every rollout: while fewer than half the
         // rollouts it may keep travelling are out, the others are short of work, and a leaf of
         // its own is evaluated by one of them.
-        if (w.gid == 0 && inv_.total_threads() > 1 && in_flight_ * 2 < travelling_) return forward_evaluation(w, s, path);
-        return evaluate_and_report(w, s, path);
+        if (w.gid == 0 && inv_.total_threads() > 1 && in_flight_ * 2 < travelling_) return forward_evaluation(w, sc, s);
+        return evaluate_and_report(w, sc, s);
       }
       const uint64_t child = invoked::child_id(id, move);
-      if (gid_of(child) != w.gid) return forward(w, child, s, path);
+      if (gid_of(child) != w.gid) return forward(w, sc, child, s);
       id = child;
     }
   }
 
-  // A rollout on the wire: [Header][State][Step x depth], in w.msg.
-  void pack_rollout(Worker& w, uint64_t node, const State& s, const std::vector<Step>& path) {
+  // A rollout on the wire: [Header][State][Step x depth], in sc.msg.
+  void pack_rollout(Worker& w, Scratch& sc, uint64_t node, const State& s) {
+    const std::vector<Step>& path = sc.path;
     const Header h{id_, epoch_, node, static_cast<uint32_t>(path.size()), 0};
-    w.msg.resize(sizeof h + sizeof s + path.size() * sizeof(Step));
-    std::memcpy(w.msg.data(), &h, sizeof h);
-    std::memcpy(w.msg.data() + sizeof h, &s, sizeof s);
-    std::memcpy(w.msg.data() + sizeof h + sizeof s, path.data(), path.size() * sizeof(Step));
+    std::vector<std::byte>& msg = sc.msg;
+    msg.resize(sizeof h + sizeof s + path.size() * sizeof(Step));
+    std::memcpy(msg.data(), &h, sizeof h);
+    std::memcpy(msg.data() + sizeof h, &s, sizeof s);
+    std::memcpy(msg.data() + sizeof h + sizeof s, path.data(), path.size() * sizeof(Step));
     ++w.rc.remote_calls;
-    w.rc.bytes += w.msg.size();
+    w.rc.bytes += msg.size();
   }
   // False for a message that is not a whole rollout of this search.
   bool unpack_rollout(std::span<std::byte> b, Header& h, State& s, std::vector<Step>& path) const {
@@ -287,32 +318,35 @@ class InvokedSearch final : public Search<G> {
     return true;
   }
 
-  void forward(Worker& w, uint64_t child, const State& s, const std::vector<Step>& path) {
-    pack_rollout(w, child, s, path);
-    w.agg->call_buffer(inv_.thread_of(gid_of(child)), [](std::span<std::byte> b) { deliver<&InvokedSearch::on_descend>(b); }, w.msg);
+  void forward(Worker& w, Scratch& sc, uint64_t child, const State& s) {
+    pack_rollout(w, sc, child, s);
+    w.agg->call_buffer(inv_.thread_of(gid_of(child)), [](std::span<std::byte> b) { deliver<&InvokedSearch::on_descend>(b); }, sc.msg);
   }
   void on_descend(std::span<std::byte> b) {
     Header h;
     State s;
     Worker& w = aggregated();
-    if (unpack_rollout(b, h, s, w.path)) descend(w, h.node, s, w.path);
+    const Level sc(w);
+    if (unpack_rollout(b, h, s, (*sc).path)) descend(w, *sc, h.node, s);
   }
 
   // A leaf's evaluation at another worker, chosen at random (its results come back by call).
-  void forward_evaluation(Worker& w, const State& s, const std::vector<Step>& path) {
-    pack_rollout(w, 0, s, path);
+  void forward_evaluation(Worker& w, Scratch& sc, const State& s) {
+    pack_rollout(w, sc, 0, s);
     const int to = 1 + static_cast<int>(w.rng.next() % static_cast<uint64_t>(inv_.total_threads() - 1));
-    w.agg->call_buffer(inv_.thread_of(to), [](std::span<std::byte> b) { deliver<&InvokedSearch::on_evaluate>(b); }, w.msg);
+    w.agg->call_buffer(inv_.thread_of(to), [](std::span<std::byte> b) { deliver<&InvokedSearch::on_evaluate>(b); }, sc.msg);
   }
   void on_evaluate(std::span<std::byte> b) {
     Header h;
     State s;
     Worker& w = aggregated();
-    if (unpack_rollout(b, h, s, w.path)) evaluate_and_report(w, s, w.path);
+    const Level sc(w);
+    if (unpack_rollout(b, h, s, (*sc).path)) evaluate_and_report(w, *sc, s);
   }
 
   // K playouts here; each owner on the path gets the results for its edges in one call.
-  void evaluate_and_report(Worker& w, const State& s, const std::vector<Step>& path) {
+  void evaluate_and_report(Worker& w, Scratch& sc, const State& s) {
+    const std::vector<Step>& path = sc.path;
     // Calls made before this evaluation (rollouts started or forwarded in the same round of
     // starts or of polled calls) go out before its playouts, not after them.
     w.agg->flush();
@@ -323,12 +357,12 @@ class InvokedSearch final : public Search<G> {
     w.rc.playouts += over >= 0 ? 0 : k;
     w.rc.depth_sum += path.size();
     w.rc.max_depth = std::max<uint64_t>(w.rc.max_depth, path.size());
-    auto& results = w.results;
+    auto& results = sc.results;
     results.clear();
     for (size_t d = 0; d < path.size(); ++d)
       results.push_back({path[d].owner, Result{path[d].node, path[d].mover == 0 ? black : k - black, path[d].edge, d == 0 ? uint8_t{1} : uint8_t{0}, 0}});
     std::stable_sort(results.begin(), results.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    auto& batch = w.batch;
+    auto& batch = sc.batch;
     for (size_t i = 0; i < results.size();) {
       const uint32_t owner = results[i].first;
       batch.clear();
@@ -338,10 +372,10 @@ class InvokedSearch final : public Search<G> {
         continue;
       }
       const uint32_t prefix[2] = {id_, epoch_};
-      w.msg.resize(sizeof prefix + batch.size() * sizeof(Result));
-      std::memcpy(w.msg.data(), prefix, sizeof prefix);
-      std::memcpy(w.msg.data() + sizeof prefix, batch.data(), batch.size() * sizeof(Result));
-      w.agg->call_buffer(inv_.thread_of(static_cast<int>(owner)), [](std::span<std::byte> b) { deliver<&InvokedSearch::on_results>(b); }, w.msg);
+      sc.msg.resize(sizeof prefix + batch.size() * sizeof(Result));
+      std::memcpy(sc.msg.data(), prefix, sizeof prefix);
+      std::memcpy(sc.msg.data() + sizeof prefix, batch.data(), batch.size() * sizeof(Result));
+      w.agg->call_buffer(inv_.thread_of(static_cast<int>(owner)), [](std::span<std::byte> b) { deliver<&InvokedSearch::on_results>(b); }, sc.msg);
       ++w.rc.remote_calls;
       w.rc.bytes += batch.size() * sizeof(Result);
     }
@@ -358,9 +392,11 @@ class InvokedSearch final : public Search<G> {
     std::memcpy(prefix, b.data(), sizeof prefix);
     if (prefix[1] != epoch_) return;
     Worker& w = me();
-    w.received.resize((b.size() - sizeof prefix) / sizeof(Result));
-    std::memcpy(w.received.data(), b.data() + sizeof prefix, b.size() - sizeof prefix);
-    apply(w, w.received);
+    const Level sc(w);
+    std::vector<Result>& received = (*sc).received;
+    received.resize((b.size() - sizeof prefix) / sizeof(Result));
+    std::memcpy(received.data(), b.data() + sizeof prefix, b.size() - sizeof prefix);
+    apply(w, received);
   }
 
   // A call's message begins with its search object's id: the call runs on that object, pinned
