@@ -56,7 +56,9 @@ class Invoker {
       check_failed(t);
   }
 
-  // Runs the calls addressed to this thread (or to thread `index`, from a helper).
+  // Runs the calls addressed to this thread (or to thread `index`, from a helper). Calls this
+  // thread queued for a full ring stay queued: a loop that makes calls inside calls waits with
+  // progress().
   int poll();
   int poll(int index);
   // Flushes this thread's open records, finishes its queued async calls where possible, runs
