@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the multi-process suites against the verbs provider. Meant for the Soft-RoCE guest
-# (../shared/rxe-vm), where it is started by `ctest -L verbs`; works on any host with an active
+# (scripts/vm/run), where it is started by `ctest -L verbs`; works on any host with an active
 # RDMA port. Usage: verbs-suite.sh BUILD_DIR [NPROCS...]
 set -uo pipefail
 build=${1:?usage: verbs-suite.sh BUILD_DIR [NPROCS...]}
