@@ -1,18 +1,25 @@
 // loom-info: what this build and this machine offer Loom — providers compiled in and usable,
 // RDMA devices and ports (or why there are none), NUMA zones and cores, huge pages, and the
-// effective LOOM_* settings. Like ucx_info / ibv_devinfo.
+// effective LOOM_* settings. Like ucx_info / ibv_devinfo. Run under loomrun it joins the job:
+// the first rank of each host reports its host, and rank 0 adds the transport every pair of
+// ranks uses (the other ranks print their own row of that).
 #include <hwloc.h>
 #include <numa.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "loom/coherence/settings.hpp"
 #include "loom/dsm/common/dsm_settings.hpp"
 #include "loom/dsm/common/system.hpp"
+#include "loom/version.hpp"
 #include "loom/dsm/fabric/fabric.hpp"
 #include "loom/dsm/region/write_tracking.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
+#include "loom/dsm/runtime/transports.hpp"
 #include "loom/invoke/settings.hpp"
 #include "loom/objects/settings.hpp"
 #ifdef LOOM_HAVE_VERBS
@@ -76,7 +83,14 @@ int main(int argc, char** argv) {
     std::printf("usage: loom-info\n");
     return std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help" ? 0 : 2;
   }
-  std::printf("# Loom %s\n\n", "0.1.0");
+  // Under loomrun: a rank of the job.
+  std::optional<loom::Runtime> rt;
+  if (std::getenv("LOOM_RANK") != nullptr) rt.emplace(argc, argv);
+  if (rt && rt->bootstrap().local_rank() != 0) {
+    std::printf("%s", loom::runtime::describe_transports(rt->layout(), rt->provider(), rt->rank()).c_str());
+    return 0;
+  }
+  std::printf("# Loom %s on %s\n\n", LOOM_BUILD_ID, rt ? rt->hostname().c_str() : "this host");
 
   std::printf("## providers\n");
   for (const auto& p : loom::fabric::compiled_providers()) {
@@ -92,12 +106,13 @@ int main(int argc, char** argv) {
     }
 #endif
     if (p == "shm") state = "usable (processes on this host)";
-    std::printf("  %-6s %s\n", p.c_str(), state.c_str());
+    if (p == "shm+verbs") state = "shm within a host, verbs between hosts (LOOM_PROVIDER=auto when ranks span hosts)";
+    std::printf("  %-9s %s\n", p.c_str(), state.c_str());
   }
 #ifdef LOOM_HAVE_PMIX
-  std::printf("  bootstraps: embedded (loomrun), pmix (mpirun, srun --mpi=pmix)\n");
+  std::printf("  bootstraps: embedded (loomrun -n), rendezvous (loomrun --hosts, --rendezvous), pmix (mpirun, srun --mpi=pmix)\n");
 #else
-  std::printf("  bootstraps: embedded (loomrun); pmix not compiled in\n");
+  std::printf("  bootstraps: embedded (loomrun -n), rendezvous (loomrun --hosts, --rendezvous); pmix not compiled in\n");
 #endif
 
   std::printf("\n## RDMA devices\n");
@@ -151,5 +166,9 @@ int main(int argc, char** argv) {
               k.why_not.c_str());
 
   print_settings();
+  if (rt && rt->rank() == 0) {
+    std::printf("\n## transports (%d ranks on %d hosts)\n", rt->size(), rt->machines());
+    std::printf("%s", loom::runtime::describe_transports(rt->layout(), rt->provider(), 0).c_str());
+  }
   return 0;
 }

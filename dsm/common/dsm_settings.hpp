@@ -14,8 +14,13 @@ inline constexpr Setting kLocalRank{"LOOM_LOCAL_RANK", T::Int, "", "0..32766", "
 inline constexpr Setting kLocalSize{"LOOM_LOCAL_SIZE", T::Int, "", "1..32767", "processes on this host (default: LOOM_SIZE)"};
 inline constexpr Setting kJobId{"LOOM_JOB_ID", T::String, "", "", "the job's identity"};
 inline constexpr Setting kJobDir{"LOOM_JOB_DIR", T::String, "", "", "the job's shared-memory directory"};
+inline constexpr Setting kNode{"LOOM_NODE", T::Int, "0", "0..4095", "this node's index in a job over several nodes"};
+inline constexpr Setting kNodes{"LOOM_NODES", T::Int, "1", "1..4096", "the number of nodes in the job"};
+inline constexpr Setting kBootFd{"LOOM_BOOT_FD", T::Int, "-1", "-1..65535",
+                                 "the node leader's link to its launcher (jobs over several nodes)"};
 inline constexpr Setting kThreads{"LOOM_THREADS", T::Int, "1", "1..1024", "worker threads per process (loomrun --threads)"};
-inline constexpr Setting kProvider{"LOOM_PROVIDER", T::Choice, "shm", "shm|verbs", "fabric provider (loomrun --provider)"};
+inline constexpr Setting kProvider{"LOOM_PROVIDER", T::Choice, "auto", "auto|shm|verbs",
+                                   "fabric provider (loomrun --provider): auto = shm within a host, verbs between hosts"};
 
 // Tuning and behaviour.
 inline constexpr Setting kShmDir{"LOOM_SHM_DIR", T::String, "/dev/shm", "", "where loomrun creates job directories"};
@@ -34,11 +39,24 @@ inline constexpr Setting kServiceMessage{"LOOM_SERVICE_MESSAGE", T::Size, "4096"
                                          "largest service message, header (24 B) included"};
 inline constexpr Setting kShmRnrTimeout{"LOOM_SHM_RNR_TIMEOUT_MS", T::Int, "0", "0..3600000",
                                         "how long a SEND waits for a receive; 0 = until the peer dies"};
-inline constexpr Setting kBootstrap{"LOOM_BOOTSTRAP", T::Choice, "auto", "auto|embedded|pmix", "how processes find each other"};
+inline constexpr Setting kBootstrap{"LOOM_BOOTSTRAP", T::Choice, "auto", "auto|embedded|rendezvous|pmix", "how processes find each other"};
+inline constexpr Setting kRsh{"LOOM_RSH", T::String, "ssh", "", "the remote shell loomrun --hosts starts other nodes with"};
+inline constexpr Setting kRendezvousAddr{"LOOM_RENDEZVOUS_ADDR", T::String, "", "",
+                                         "the address loomrun --hosts tells the other nodes to reach it at"};
+inline constexpr Setting kRendezvousTimeout{"LOOM_RENDEZVOUS_TIMEOUT_MS", T::Int, "60000", "100..86400000",
+                                            "how long the nodes of a job wait for each other to arrive"};
+inline constexpr Setting kHeartbeat{"LOOM_HEARTBEAT_MS", T::Int, "500", "10..60000",
+                                    "how often the launchers of a job over several nodes tell each other they are there"};
+inline constexpr Setting kNodeTimeout{"LOOM_NODE_TIMEOUT_MS", T::Int, "5000", "20..3600000",
+                                      "a node not heard from this long is lost, and the job ends (at least twice LOOM_HEARTBEAT_MS)"};
 inline constexpr Setting kVerbsDevice{"LOOM_VERBS_DEVICE", T::String, "", "", "RDMA device (default: the first with an active port)"};
 inline constexpr Setting kVerbsPort{"LOOM_VERBS_PORT", T::Int, "0", "0..255", "port on that device; 0 = the first active"};
 inline constexpr Setting kVerbsGidIndex{"LOOM_VERBS_GID_INDEX", T::Int, "-1", "-1..65535",
                                         "GID table index; -1 = the first RoCE v2 GID, else 0"};
+inline constexpr Setting kVerbsTimeout{"LOOM_VERBS_TIMEOUT", T::Int, "14", "1..31",
+                                      "RC ACK timeout exponent: a request unanswered for 4.096 us x 2^N is sent again"};
+inline constexpr Setting kVerbsRetry{"LOOM_VERBS_RETRY", T::Int, "7", "0..7",
+                                    "times an unanswered request is sent again before it fails (peer unreachable)"};
 inline constexpr Setting kVerbsGrh{"LOOM_VERBS_GRH", T::Bool, "0", "", "always send a GRH (InfiniBand across subnets)"};
 
 inline constexpr Setting kCheck{"LOOM_CHECK", T::Choice, "auto", "auto|on|off",
@@ -47,10 +65,10 @@ inline constexpr Setting kStallReport{"LOOM_STALL_REPORT_MS", T::Int, "5000", "0
                                       "a wait that makes no progress this long says what it waits for; 0: never"};
 
 inline constexpr const Setting* kAll[] = {
-    &kRank,      &kSize,      &kLocalRank,  &kLocalSize,     &kJobId,         &kJobDir,        &kThreads,
+    &kRank,      &kSize,      &kLocalRank,  &kLocalSize,     &kJobId,         &kJobDir,        &kNode, &kNodes, &kBootFd, &kThreads,
     &kProvider,  &kShmDir,    &kSweep,      &kLog,           &kPin,           &kHugePages,     &kSuperchunk,
-    &kHeapFit,   &kServiceBuffers, &kServiceMessage, &kShmRnrTimeout, &kBootstrap, &kVerbsDevice, &kVerbsPort,
-    &kVerbsGidIndex, &kVerbsGrh, &kStoppedLimit, &kCheck, &kStallReport};
+    &kHeapFit,   &kServiceBuffers, &kServiceMessage, &kShmRnrTimeout, &kBootstrap, &kRsh, &kRendezvousAddr, &kRendezvousTimeout, &kHeartbeat, &kNodeTimeout, &kVerbsDevice, &kVerbsPort,
+    &kVerbsGidIndex, &kVerbsTimeout, &kVerbsRetry, &kVerbsGrh, &kStoppedLimit, &kCheck, &kStallReport};
 inline constexpr Table kTable{"dsm", kAll};
 
 }  // namespace loom::settings::dsm

@@ -3,6 +3,7 @@
 #include "loom/dsm/common/error.hpp"
 #include "loom/dsm/fabric/shm/shm_provider.hpp"
 #ifdef LOOM_HAVE_VERBS
+#include "loom/dsm/fabric/hybrid/hybrid_provider.hpp"
 #include "loom/dsm/fabric/verbs/verbs_provider.hpp"
 #endif
 
@@ -54,7 +55,7 @@ void throw_endpoint_error(const char* provider, const char* what, int expected_r
 
 std::vector<std::string> compiled_providers() {
 #ifdef LOOM_HAVE_VERBS
-  return {"shm", "verbs"};
+  return {"shm", "verbs", "shm+verbs"};
 #else
   return {"shm"};
 #endif
@@ -64,8 +65,21 @@ PostResult QueuePair::post_write(Sge local, uint64_t remote_addr, uint32_t rkey,
   return post_send(write_request(local, remote_addr, rkey, inline_data));
 }
 
+bool one_host(const ProviderContext& ctx) {
+  for (int r = 0; r < ctx.size; ++r)
+    if (!ctx.same_host(r, 0)) return false;
+  return true;
+}
+
 std::unique_ptr<Provider> make_provider(const std::string& name, const ProviderContext& ctx) {
-  if (name == "shm") return std::make_unique<shm::ShmProvider>(ctx);
+  if (name == "shm" || (name == "auto" && one_host(ctx))) return std::make_unique<shm::ShmProvider>(ctx);
+  if (name == "auto") {
+#ifdef LOOM_HAVE_VERBS
+    return std::make_unique<hybrid::HybridProvider>(ctx);
+#else
+    fail("the job's ranks run on several hosts, and this build has no RDMA provider (libibverbs-dev was missing)");
+#endif
+  }
 #ifdef LOOM_HAVE_VERBS
   if (name == "verbs") return std::make_unique<verbs::VerbsProvider>(ctx);
 #endif

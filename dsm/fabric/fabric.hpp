@@ -195,6 +195,13 @@ struct ProviderContext {
   std::string job_dir;             // per-job directory for named segments (shm)
   std::vector<int> pids;           // every rank's process id ...
   std::vector<std::string> hosts;  // ... and host name, for liveness checks on one host
+  std::vector<int> host_of;        // per rank: its host (equal: the two can map each other's memory)
+  std::vector<std::string> job_ids;   // per rank: its launcher's job, and the job directory on its
+  std::vector<std::string> job_dirs;  // host (ranks of one host may have different ones: two launchers)
+  // Whether ranks a and b are on one host (everyone is, when the layout is not known).
+  bool same_host(int a, int b) const {
+    return host_of.empty() || host_of[static_cast<size_t>(a)] == host_of[static_cast<size_t>(b)];
+  }
 };
 
 struct ProviderInfo {
@@ -209,6 +216,13 @@ struct ProviderInfo {
   // fabric too (objects/slots.hpp, LocalSlots).
   bool cpu_atomics = false;
   std::string description;
+};
+
+// Requests a provider has handed to an RDMA device for one peer (verbs: counted at post), the
+// atomics apart; shared-memory requests are not counted (a count on that path would cost).
+struct PeerTraffic {
+  uint64_t device_posts = 0;
+  uint64_t device_atomics = 0;
 };
 
 // A protection domain on one device, plus its factories.
@@ -229,6 +243,16 @@ class Provider {
                                                CompletionQueue& recv_cq, const QpCaps& caps) = 0;
   // True while the peer process is alive (as far as this provider can tell).
   virtual bool peer_alive(int rank) const = 0;
+  // Device traffic to a peer so far (zero for providers without a device).
+  virtual PeerTraffic traffic(int rank) const {
+    (void)rank;
+    return {};
+  }
+  // The transport to a peer: "shm", or the device's ("verbs").
+  virtual std::string transport(int rank) const {
+    (void)rank;
+    return info().name;
+  }
 };
 
 // The contract's post-time checks, the same for every provider: unknown opcode, atomics that
@@ -275,7 +299,11 @@ Blob decode_endpoint(std::span<const std::byte> bytes, uint32_t magic, int expec
 
 // Providers compiled into this build, in order of preference.
 std::vector<std::string> compiled_providers();
-// Creates the named provider ("shm"); a clear error if it is unknown or unusable here.
+// True if every rank of the context runs on one host.
+bool one_host(const ProviderContext& ctx);
+// Creates the named provider: "shm", "verbs", or "auto" (shm when every rank is on this host,
+// else shm+verbs: shared memory within a host, the device between hosts); a clear error if it
+// is unknown or unusable here.
 std::unique_ptr<Provider> make_provider(const std::string& name, const ProviderContext& ctx);
 
 // Work a thread does while a post waits for the peer: inside post_send for a receive buffer

@@ -1,4 +1,5 @@
 #include "loom/dsm/runtime/bootstrap.hpp"
+#include "loom/dsm/runtime/bootstrap_file.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -22,18 +23,6 @@
 
 namespace loom::runtime {
 
-// The bootstrap file: this header, then per rank the byte count of the current allgather round,
-// then per rank its pid and whether it left (completed the bootstrap's life); slots follow.
-struct EmbeddedBootstrap::Header {
-  std::atomic<uint32_t> arrived;
-  std::atomic<uint32_t> generation;
-  uint32_t size;
-  uint32_t pad;
-  std::atomic<uint64_t>* lengths() { return reinterpret_cast<std::atomic<uint64_t>*>(this + 1); }
-  // [pid (32 bits) | left (1 bit)] per rank; 0 until the rank joins.
-  std::atomic<uint64_t>* presence(int n) { return lengths() + n; }
-};
-
 namespace {
 constexpr uint64_t presence_word(pid_t pid, bool left) { return (static_cast<uint64_t>(static_cast<uint32_t>(pid)) << 1) | (left ? 1u : 0u); }
 }  // namespace
@@ -55,6 +44,10 @@ EmbeddedBootstrap::EmbeddedBootstrap() {
     if (size_ < 1 || rank_ < 0 || rank_ >= size_) fail("bootstrap: LOOM_RANK=", rank_, " / LOOM_SIZE=", size_, " are inconsistent");
     local_rank_ = static_cast<int>(settings::get_int(settings::dsm::kLocalRank, rank_));
     local_size_ = static_cast<int>(settings::get_int(settings::dsm::kLocalSize, size_));
+    if (local_size_ < 1 || local_size_ > size_ || local_rank_ < 0 || local_rank_ >= local_size_ ||
+        (settings::get_int(settings::dsm::kNodes) == 1 && local_size_ != size_))
+      fail("bootstrap: LOOM_LOCAL_RANK=", local_rank_, " / LOOM_LOCAL_SIZE=", local_size_, " do not fit a job of ", size_,
+           " ranks on ", settings::get_int(settings::dsm::kNodes), " node(s)");
     if (job_id_.empty() || job_dir_.empty()) fail("bootstrap: LOOM_JOB_ID and LOOM_JOB_DIR must be set (start with loomrun)");
     path = job_dir_ + "/boot";
     int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -114,22 +107,30 @@ EmbeddedBootstrap::~EmbeddedBootstrap() {
   if (hold_ >= 0) ::close(hold_);
 }
 
-void EmbeddedBootstrap::barrier() {
-  if (size_ == 1) return;
+void EmbeddedBootstrap::barrier() { local_barrier(); }
+
+std::atomic<uint64_t>* EmbeddedBootstrap::lengths() const { return h_->lengths(); }
+
+void EmbeddedBootstrap::local_barrier() {
+  if (local_size_ == 1) return;
   uint32_t gen = h_->generation.load(std::memory_order_acquire);
-  if (h_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(size_)) {
+  if (h_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(local_size_)) {
     h_->arrived.store(0, std::memory_order_relaxed);
     h_->generation.fetch_add(1, std::memory_order_acq_rel);
     wait::futex_wake_all(&h_->generation);
     return;
   }
+  wait_while(h_->generation, gen);
+}
+
+void EmbeddedBootstrap::wait_while(const std::atomic<uint32_t>& word, uint32_t value) const {
   wait::Backoff b;
-  while (h_->generation.load(std::memory_order_acquire) == gen) {
+  while (word.load(std::memory_order_acquire) == value) {
     if (b.should_sleep()) {
       // A crashed peer ends the job through loomrun; one that left quietly, or the launcher's
       // end, is noticed here.
       check_peers();
-      wait::futex_wait(&h_->generation, gen, std::chrono::milliseconds(100));
+      wait::futex_wait(&word, value, std::chrono::milliseconds(100));
     } else {
       b.spin_or_yield();
     }
@@ -145,7 +146,7 @@ std::vector<std::vector<std::byte>> EmbeddedBootstrap::allgather(std::span<const
     if (n != 0) std::memcpy(slots_ + kSlotBytes * static_cast<size_t>(rank_), mine.data() + offset, n);  // an empty span may have no data
     uint64_t remaining_after = mine.size() - offset - n;
     h_->lengths()[rank_].store((static_cast<uint64_t>(n) << 1) | (remaining_after != 0 ? 1u : 0u), std::memory_order_release);
-    barrier();
+    local_barrier();
     bool more = false;
     for (int r = 0; r < size_; ++r) {
       uint64_t v = h_->lengths()[r].load(std::memory_order_acquire);
@@ -155,7 +156,7 @@ std::vector<std::vector<std::byte>> EmbeddedBootstrap::allgather(std::span<const
       out[static_cast<size_t>(r)].insert(out[static_cast<size_t>(r)].end(), src, src + len);
       more = more || (v & 1u);
     }
-    barrier();  // slots may be overwritten only after everyone has read them
+    local_barrier();  // slots may be overwritten only after everyone has read them
     offset += n;
     if (!more) break;
   }
@@ -164,14 +165,20 @@ std::vector<std::vector<std::byte>> EmbeddedBootstrap::allgather(std::span<const
 
 std::unique_ptr<Bootstrap> make_bootstrap() {
   std::string want = settings::get_choice(settings::dsm::kBootstrap);
-  if (want == "embedded") return std::make_unique<EmbeddedBootstrap>();
+  const bool nodes = settings::get_int(settings::dsm::kNodes) > 1;
+  if (want == "embedded") {
+    if (nodes) fail("LOOM_BOOTSTRAP=embedded serves one host, but this job has LOOM_NODES=", settings::get_int(settings::dsm::kNodes), " nodes");
+    return std::make_unique<EmbeddedBootstrap>();
+  }
+  if (want == "rendezvous" || (want == "auto" && nodes && settings::raw(settings::dsm::kRank)))
+    return std::make_unique<RendezvousBootstrap>();
 #ifdef LOOM_HAVE_PMIX
   if (want == "pmix" || (want == "auto" && !settings::raw(settings::dsm::kRank) && std::getenv("PMIX_RANK") != nullptr))
     return std::make_unique<PmixBootstrap>();
 #else
   if (want == "pmix") fail("LOOM_BOOTSTRAP=pmix, but this build has no PMIx support (libpmix-dev was missing)");
 #endif
-  if (want != "auto" && want != "pmix") fail("LOOM_BOOTSTRAP='", want, "' must be embedded, pmix or auto");
+  if (want != "auto" && want != "pmix") fail("LOOM_BOOTSTRAP='", want, "' must be embedded, rendezvous, pmix or auto");
   return std::make_unique<EmbeddedBootstrap>();
 }
 

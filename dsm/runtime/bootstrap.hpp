@@ -3,6 +3,7 @@
 // (endpoints, memory keys). The embedded implementation serves loomrun on one host; a PMIx one
 // for cluster launchers plugs in behind the same interface.
 #include <cstddef>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -70,9 +71,17 @@ class EmbeddedBootstrap : public Bootstrap {
   // Size of the bootstrap file for `n` ranks; loomrun creates it.
   static size_t file_size(int n);
 
- private:
+ protected:
   struct Header;
   void check_peers() const;
+  // The barrier of this host's ranks only (the single-host barrier when the job has one host).
+  void local_barrier();
+  // Waits (spin, yield, futex) while `word` in the file holds `value`, looking at the peers
+  // between sleeps.
+  void wait_while(const std::atomic<uint32_t>& word, uint32_t value) const;
+  Header* header() const { return h_; }
+  std::byte* slot(int rank) const { return slots_ + kSlotBytes * static_cast<size_t>(rank); }
+  std::atomic<uint64_t>* lengths() const;
   int rank_ = 0;
   int size_ = 1;
   int local_rank_ = 0;
@@ -87,8 +96,39 @@ class EmbeddedBootstrap : public Bootstrap {
   std::byte* slots_ = nullptr;
 };
 
-// LOOM_BOOTSTRAP=embedded|pmix, else: loomrun's variables -> embedded; a PMIx launcher's
-// (PMIX_RANK) -> PMIx when compiled in; neither -> a job of one.
+// The bootstrap of a job over several nodes (loomrun --hosts, or the rendezvous form): the
+// embedded bootstrap's file among the ranks of each node, and between nodes the node leader
+// (local rank 0) and its launcher, which meets the other nodes' launchers at the rendezvous.
+// A fence gathers the node's ranks on the file, the leader sends the node's part up and writes
+// the other nodes' parts into the file, then releases them.
+class RendezvousBootstrap : public EmbeddedBootstrap {
+ public:
+  RendezvousBootstrap();
+  ~RendezvousBootstrap() override;
+  const char* kind() const override { return "rendezvous"; }
+  int node() const { return node_; }
+  int nodes() const { return nodes_; }
+  std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override;
+  void barrier() override;
+
+ private:
+  enum class FenceKind : uint8_t { Barrier = 1, Allgather = 2 };
+  // Every rank of the job reaches it; the leader exchanges `kind` fences with the other nodes
+  // (for an allgather round, this node's slots go up and the others' come down).
+  void fence(FenceKind kind);
+  std::vector<std::byte> node_part(FenceKind kind) const;
+  void take_parts(FenceKind kind, std::span<const std::byte> down);
+  void leader_wait_for_arrivals();
+  int node_ = 0;
+  int nodes_ = 1;
+  int first_rank_ = 0;  // the node's ranks are first_rank_ .. first_rank_ + local_size_ - 1
+  int uplink_ = -1;     // the leader's link to its launcher
+  uint64_t seq_ = 0;
+};
+
+// LOOM_BOOTSTRAP=embedded|rendezvous|pmix, else: loomrun's variables -> embedded (rendezvous
+// for a job over several nodes); a PMIx launcher's (PMIX_RANK) -> PMIx when compiled in;
+// neither -> a job of one.
 std::unique_ptr<Bootstrap> make_bootstrap();
 
 }  // namespace loom::runtime

@@ -20,6 +20,7 @@
 #include "loom/dsm/runtime/connect.hpp"
 #include "loom/dsm/runtime/output.hpp"
 #include "loom/dsm/runtime/remote_memory.hpp"
+#include "loom/dsm/runtime/transports.hpp"
 
 namespace loom {
 
@@ -100,25 +101,15 @@ Runtime::Runtime(int& argc, char**& argv) {
     log::set_host_announcer(local_rank_ == 0);
     collectives_ = std::make_unique<runtime::Collectives>(*boot_, checking_agreed(*boot_));
 
-    // Machines are named by the sorted set of host names, so every process agrees.
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    hostname_ = host;
-    std::string me = std::to_string(getpid()) + " " + hostname_;
-    auto names = boot_->allgather(std::as_bytes(std::span(me.data(), me.size())));
-    std::set<std::string> hosts;
-    std::vector<int> pids;
-    std::vector<std::string> host_of;
-    for (auto& n : names) {
-      std::string entry(reinterpret_cast<const char*>(n.data()), n.size());
-      auto sp = entry.find(' ');
-      if (sp == std::string::npos) fail("bootstrap: malformed process entry '", entry, "'");
-      pids.push_back(std::stoi(entry.substr(0, sp)));
-      host_of.push_back(entry.substr(sp + 1));
-      hosts.insert(host_of.back());
-    }
-    machines_ = static_cast<int>(hosts.size());
-    machine_ = static_cast<int>(std::distance(hosts.begin(), hosts.find(hostname_)));
+    // Machines are named by the sorted set of hosts, so every process agrees.
+    const std::string me = runtime::encode_place(runtime::this_place(boot_->job_id(), boot_->job_dir()));
+    auto places = boot_->allgather(std::as_bytes(std::span(me.data(), me.size())));
+    std::vector<runtime::RankPlace> ranks;
+    for (size_t r = 0; r < places.size(); ++r) ranks.push_back(runtime::decode_place(places[r], static_cast<int>(r)));
+    layout_ = runtime::make_layout(std::move(ranks));
+    hostname_ = layout_.ranks[static_cast<size_t>(boot_->rank())].host;
+    machines_ = layout_.hosts();
+    machine_ = layout_.host_of[static_cast<size_t>(boot_->rank())];
     t_name = ThreadName{machine_, boot_->rank(), 0, "main"};
 
     setup_topology();
@@ -128,16 +119,26 @@ Runtime::Runtime(int& argc, char**& argv) {
     ctx.size = boot_->size();
     ctx.job_id = boot_->job_id();
     ctx.job_dir = boot_->job_dir();
-    ctx.pids = pids;
-    ctx.hosts = host_of;
+    for (const auto& p : layout_.ranks) {
+      ctx.pids.push_back(p.pid);
+      ctx.hosts.push_back(p.host);
+      ctx.job_ids.push_back(p.job_id);
+      ctx.job_dirs.push_back(p.job_dir);
+    }
+    ctx.host_of = layout_.host_of;
     provider_ = fabric::make_provider(settings::get_choice(settings::dsm::kProvider), ctx);
     runtime::PeerWatch::Options watch;
     watch.self = boot_->rank();
-    watch.pids = pids;
-    for (const auto& h : host_of) watch.same_host.push_back(h == hostname_);
+    watch.pids = ctx.pids;
+    for (int r = 0; r < size(); ++r) watch.same_host.push_back(layout_.same_host(r, rank()));
     watch.watch_stops = std::string_view(boot_->kind()) != "embedded";  // loomrun watches its ranks itself
     watch.stopped_limit = std::chrono::milliseconds(settings::get_int(settings::dsm::kStoppedLimit));
     peers_ = std::make_unique<runtime::PeerWatch>(*provider_, std::move(watch));
+    if (boot_->rank() == 0 && machines_ > 1) {
+      std::string t = runtime::describe_transports(layout_, *provider_, 0);
+      t.pop_back();  // the log adds the line's end
+      log::info("transports:\n", t);
+    }
 
     size_t super = settings::get_size(settings::dsm::kSuperchunk);
     for (int z = 0; z < std::max(1, numa_zones_hint_); ++z) {

@@ -16,6 +16,7 @@
 #include "loom/dsm/memory/registered_heap.hpp"
 #include "loom/dsm/runtime/bootstrap.hpp"
 #include "loom/dsm/runtime/collectives.hpp"
+#include "loom/dsm/runtime/job_layout.hpp"
 #include "loom/dsm/runtime/peer_watch.hpp"
 #include "loom/dsm/runtime/service.hpp"
 #include "loom/dsm/signal/transmitter.hpp"
@@ -77,6 +78,9 @@ class Runtime {
   bool pinning() const { return pin_; }
 
   runtime::Bootstrap& bootstrap() { return *boot_; }
+  // Where every rank runs: hosts (ranks on one host can map each other's memory), job
+  // directories, builds.
+  const runtime::JobLayout& layout() const { return layout_; }
   fabric::Provider& provider() { return *provider_; }
   memory::RDMAAllocator& allocator(int zone = -1);
   // The heap served to remote allocations in `zone` (-1: this process's zone).
@@ -117,6 +121,7 @@ class Runtime {
   std::vector<std::unique_ptr<memory::RDMAAllocator>> allocators_;
   std::vector<std::unique_ptr<memory::RegisteredHeap>> heaps_;
   std::unique_ptr<runtime::Service> service_;
+  runtime::JobLayout layout_;
   std::string hostname_;
   int machine_ = 0;
   int machines_ = 1;

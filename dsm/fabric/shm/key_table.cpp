@@ -76,7 +76,7 @@ ShmProvider::SegmentView ShmProvider::segment_slow(int rank, uint64_t segment) {
   } catch (const Error&) {
     if (huge_dir_.empty()) return {};
     try {
-      m = Mapping::open(huge_dir_ + "/seg." + std::to_string(rank) + "." + std::to_string(segment));
+      m = Mapping::open(huge_path(rank, segment));
     } catch (const Error&) {
       return {};
     }

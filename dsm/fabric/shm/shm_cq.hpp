@@ -53,19 +53,27 @@ class ShmCq : public CompletionQueue {
     return n;
   }
 
-  void wait(std::chrono::nanoseconds timeout) override {
+  void wait(std::chrono::nanoseconds timeout) override { wait_also(timeout, nullptr); }
+
+  // wait(), also returning once `pending` is set by a thread that sets it and then calls
+  // interrupt() (the shm+verbs provider's relay of device completion events). The pending load
+  // follows the clearing of the awake bit, and the relay's interrupt follows its store (all
+  // sequentially consistent): either this sees the flag, or the interrupt finds the bit clear
+  // and changes the futex word.
+  void wait_also(std::chrono::nanoseconds timeout, const std::atomic<uint32_t>* pending) {
     uint64_t t = h_->tail.load(std::memory_order_acquire);
     if ((t >> 1) != h_->head.load(std::memory_order_acquire)) return;  // not empty
     if (t & 1u) {
-      if (!h_->tail.compare_exchange_strong(t, t & ~uint64_t{1}, std::memory_order_acq_rel)) return;
+      if (!h_->tail.compare_exchange_strong(t, t & ~uint64_t{1}, std::memory_order_seq_cst)) return;
       t &= ~uint64_t{1};
     }
-    wait::futex_wait(wait::low_word(&h_->tail), static_cast<uint32_t>(t), timeout);
+    if (pending == nullptr || pending->load(std::memory_order_seq_cst) == 0)
+      wait::futex_wait(wait::low_word(&h_->tail), static_cast<uint32_t>(t), timeout);
     h_->tail.fetch_or(1u, std::memory_order_acq_rel);  // awake again: producers skip the wake
   }
 
   void interrupt() override {
-    h_->tail.fetch_or(1u, std::memory_order_acq_rel);
+    h_->tail.fetch_or(1u, std::memory_order_seq_cst);
     wait::futex_wake_all(wait::low_word(&h_->tail));
   }
 

@@ -21,6 +21,11 @@ namespace loom::fabric::shm {
 
 ShmProvider::ShmProvider(const ProviderContext& ctx) : ctx_(ctx), qps_(new std::atomic<ShmQp*>[kMaxQps]) {
   if (ctx.job_dir.empty()) fail("shm provider: no job directory (start the program with loomrun)");
+  for (int r = 0; r < ctx.size; ++r)
+    if (!ctx.same_host(r, ctx.rank))
+      fail("shm provider: rank ", r, " runs on ", ctx.hosts[static_cast<size_t>(r)], ", another host than this rank's (",
+           ctx.hosts[static_cast<size_t>(ctx.rank)], "); shared memory reaches this host's ranks only: use LOOM_PROVIDER=auto (shm "
+           "within a host, verbs between hosts) or verbs");
   for (uint32_t i = 0; i < kMaxQps; ++i) qps_[i].store(nullptr);
   keys_ = Mapping::create(path("keys", ctx.rank, 0), sizeof(KeyTable));
   KeyTable* t = keys_.as<KeyTable>();
@@ -73,7 +78,15 @@ ShmProvider::~ShmProvider() {
 }
 
 std::string ShmProvider::path(const std::string& kind, int rank, uint64_t id) const {
-  return ctx_.job_dir + "/" + kind + "." + std::to_string(rank) + "." + std::to_string(id);
+  const std::string& dir = ctx_.job_dirs.empty() ? ctx_.job_dir : ctx_.job_dirs[static_cast<size_t>(rank)];
+  return dir + "/" + kind + "." + std::to_string(rank) + "." + std::to_string(id);
+}
+
+std::string ShmProvider::huge_path(int rank, uint64_t segment) const {
+  if (rank == ctx_.rank || ctx_.job_ids.empty()) return huge_dir_ + "/seg." + std::to_string(rank) + "." + std::to_string(segment);
+  const auto slash = huge_dir_.rfind('/');
+  return huge_dir_.substr(0, slash) + "/loom-" + ctx_.job_ids[static_cast<size_t>(rank)] + "/seg." + std::to_string(rank) + "." +
+         std::to_string(segment);
 }
 
 Chunk ShmProvider::map_chunk(size_t size, int numa_node) {
@@ -88,7 +101,7 @@ Chunk ShmProvider::map_chunk(size_t size, int numa_node) {
   Mapping m;
   constexpr size_t kHuge = 2u << 20;
   if (!huge_dir_.empty() && size % kHuge == 0) {
-    file = huge_dir_ + "/seg." + std::to_string(ctx_.rank) + "." + std::to_string(seg);
+    file = huge_path(ctx_.rank, seg);
     try {
       m = Mapping::create(file, size, Mapping::Reserve::None);
       c.huge_pages = true;

@@ -64,6 +64,8 @@ class ShmProvider : public Provider {
   // Internal, used by queue pairs and completion queues.
   int rank() const { return ctx_.rank; }
   std::string path(const std::string& kind, int rank, uint64_t id) const;
+  // Where rank's huge-page segment lives (under its own launcher's job on the mount).
+  std::string huge_path(int rank, uint64_t segment) const;
   const KeyTable* key_table(int rank);                    // maps on first use
   // A peer's segment as mapped in this process (mapped on first use; base nullptr if gone).
   struct SegmentView {

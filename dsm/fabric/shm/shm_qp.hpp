@@ -4,6 +4,7 @@
 // what the compiler inlines there; set-up, connection, receives and completions in shm_qp.cpp;
 // the key views in key_table.cpp.
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <vector>
@@ -33,6 +34,10 @@ class ShmQp : public QueuePair {
   [[gnu::always_inline]] PostResult fast_write(uint64_t addr, uint32_t len, uint32_t lkey, uint64_t remote_addr,
                                                uint32_t rkey, bool inline_data, const SendWr* wr);
   PostResult post_general(const SendWr& wr);
+  // A request carried out by another engine (the shm+verbs provider's device atomics): checked,
+  // given its send-queue entry and reported (completion, error state) as post_general does its
+  // own, with `execute` in place of carrying it out here.
+  PostResult post_foreign(const SendWr& wr, const std::function<Status(uint32_t& byte_len)>& execute);
   [[gnu::noinline]] PostResult post_write_general(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data);
   PostResult post_recv(const RecvWr& wr) override;
   QpState state() const override { return state_.load(std::memory_order_acquire); }

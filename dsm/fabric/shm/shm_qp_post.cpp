@@ -288,4 +288,17 @@ PostResult ShmQp::post_general(const SendWr& wr) {
   return PostResult::Ok;
 }
 
+PostResult ShmQp::post_foreign(const SendWr& wr, const std::function<Status(uint32_t& byte_len)>& execute) {
+  if (PostResult bad = check_send(wr, caps_); bad != PostResult::Ok) return bad;
+  if (state_.load(std::memory_order_acquire) == QpState::Init) return PostResult::NotConnected;
+  std::unique_lock<std::mutex> g(post_mu_, std::defer_lock);
+  if (wr.signaled && !single_thread_) g.lock();
+  uint64_t seq;
+  if (!reserve(&seq)) return PostResult::QueueFull;
+  uint32_t byte_len = 0;
+  const Status status = state_.load(std::memory_order_acquire) == QpState::Error ? Status::WorkRequestFlushed : execute(byte_len);
+  if (wr.signaled || status != Status::Success) complete(wr, seq, status, byte_len, g);
+  return PostResult::Ok;
+}
+
 }  // namespace loom::fabric::shm

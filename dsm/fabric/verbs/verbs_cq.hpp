@@ -74,14 +74,7 @@ class VerbsCq : public CompletionQueue {
     int ms = static_cast<int>(std::max<int64_t>(1, timeout.count() / 1000000));
     if (::poll(fds, 2, ms) <= 0) return;
     if (fds[0].revents & POLLIN) {
-      ibv_cq* cq;
-      void* ctx;
-      std::lock_guard<std::mutex> g(mu_);
-      while (ibv_get_cq_event(channel_, &cq, &ctx) == 0) ++unacked_;
-      if (unacked_ >= 64) {
-        ibv_ack_cq_events(cq_, unacked_);
-        unacked_ = 0;
-      }
+      take_events();
       armed_.store(false);
     }
     if (fds[1].revents & POLLIN) {
@@ -97,6 +90,22 @@ class VerbsCq : public CompletionQueue {
   uint32_t capacity() const override { return capacity_; }
   bool overrun() const override { return overrun_.load(); }
   ibv_cq* cq() const { return cq_; }
+
+  // For a waiter that sleeps elsewhere (the shm+verbs provider's completion queues): ask for an
+  // event at the next completion, the descriptor the events arrive on, and take the events that
+  // arrived (acknowledged here, as wait() does).
+  void arm() { ibv_req_notify_cq(cq_, 0); }
+  int channel_fd() const { return channel_->fd; }
+  void take_events() {
+    ibv_cq* cq;
+    void* ctx;
+    std::lock_guard<std::mutex> g(mu_);
+    while (ibv_get_cq_event(channel_, &cq, &ctx) == 0) ++unacked_;
+    if (unacked_ >= 64) {
+      ibv_ack_cq_events(cq_, unacked_);
+      unacked_ = 0;
+    }
+  }
 
  private:
   VerbsProvider& p_;

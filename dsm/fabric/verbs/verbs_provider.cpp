@@ -3,7 +3,9 @@
 
 namespace loom::fabric::verbs {
 
-VerbsProvider::VerbsProvider(const ProviderContext& ctx) : pctx_(ctx) {
+VerbsProvider::VerbsProvider(const ProviderContext& ctx)
+    : pctx_(ctx), posts_(new std::atomic<uint64_t>[static_cast<size_t>(ctx.size)]()),
+      atomics_(new std::atomic<uint64_t>[static_cast<size_t>(ctx.size)]()) {
   std::string why;
   auto devices = survey(&why);
   if (devices.empty()) fail("verbs provider: ", why, "; use the shm provider on one host");
@@ -72,7 +74,8 @@ VerbsProvider::VerbsProvider(const ProviderContext& ctx) : pctx_(ctx) {
 
 VerbsProvider::~VerbsProvider() {
   for (auto& [k, mr] : mrs_) ibv_dereg_mr(mr);
-  for (auto& [a, c] : chunks_) munmap(c.addr, c.size);
+  for (auto& [a, c] : chunks_)
+    if (!foreign_.count(a)) munmap(c.addr, c.size);
   if (pd_) ibv_dealloc_pd(pd_);
   if (ctx_) ibv_close_device(ctx_);
 }
@@ -114,8 +117,23 @@ void VerbsProvider::unmap_chunk(const Chunk& c) {
       ++m;
     }
   }
-  munmap(c.addr, it->second.size);
+  if (!foreign_.count(it->first)) munmap(c.addr, it->second.size);
+  foreign_.erase(it->first);
   chunks_.erase(it);
+}
+
+void VerbsProvider::adopt_chunk(const Chunk& c) {
+  std::lock_guard<std::mutex> g(mu_);
+  chunks_.emplace(reinterpret_cast<uintptr_t>(c.addr), c);
+  foreign_.emplace(reinterpret_cast<uintptr_t>(c.addr), true);
+}
+
+void VerbsProvider::forget_chunk(const Chunk& c) { unmap_chunk(c); }
+
+PeerTraffic VerbsProvider::traffic(int rank) const {
+  if (rank < 0 || rank >= pctx_.size) return {};
+  return PeerTraffic{posts_[static_cast<size_t>(rank)].load(std::memory_order_relaxed),
+                     atomics_[static_cast<size_t>(rank)].load(std::memory_order_relaxed)};
 }
 
 MemoryRegion VerbsProvider::register_memory(void* addr, size_t len, uint32_t access) {

@@ -54,6 +54,13 @@ class VerbsProvider : public Provider {
   std::unique_ptr<QueuePair> create_qp(int peer_rank, CompletionQueue& send_cq, CompletionQueue& recv_cq,
                                        const QpCaps& caps) override;
   bool peer_alive(int rank) const override;
+  PeerTraffic traffic(int rank) const override;
+
+  // Memory mapped by another provider (the shm+verbs provider's shared segments), registered
+  // here too: adopt_chunk records it (register_memory accepts ranges in it), forget_chunk
+  // deregisters what lies in it and drops it without unmapping.
+  void adopt_chunk(const Chunk& c);
+  void forget_chunk(const Chunk& c);
 
   // Internal.
   ibv_context* context() const { return ctx_; }
@@ -70,6 +77,11 @@ class VerbsProvider : public Provider {
   void mark_qp_error(uint32_t qpn);
   // Send/receive queue accounting for a completion of `qpn` polled from `cq`.
   void account(uint32_t qpn, const void* cq, bool error, bool recv_opcode);
+  // Counts a request posted to `rank` (device traffic per peer: traffic()).
+  void count_post(int rank, bool atomic) {
+    auto& c = atomic ? atomics_[static_cast<size_t>(rank)] : posts_[static_cast<size_t>(rank)];
+    c.fetch_add(1, std::memory_order_relaxed);
+  }
 
  private:
   ProviderContext pctx_;
@@ -84,6 +96,9 @@ class VerbsProvider : public Provider {
 
   mutable std::mutex mu_;
   std::map<uintptr_t, Chunk> chunks_;
+  std::map<uintptr_t, bool> foreign_;  // chunks adopted from another provider (not unmapped here)
+  std::unique_ptr<std::atomic<uint64_t>[]> posts_;    // per peer: requests posted, atomics apart
+  std::unique_ptr<std::atomic<uint64_t>[]> atomics_;
   std::unordered_map<uint32_t, ibv_mr*> mrs_;  // by lkey
   std::unordered_map<uint32_t, int> qp_peers_;
   std::unordered_map<uint32_t, VerbsQp*> qps_;

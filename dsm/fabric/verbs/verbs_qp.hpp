@@ -135,6 +135,7 @@ class VerbsQp : public QueuePair {
     if (rc == 0) {
       ++posted_;
       if (wr.signaled) signaled_.push_back(posted_);
+      p_.count_post(peer_, wr.opcode == Opcode::FetchAdd || wr.opcode == Opcode::CompareSwap);
       return PostResult::Ok;
     }
     if (rc == ENOMEM) return PostResult::QueueFull;
@@ -251,8 +252,8 @@ class VerbsQp : public QueuePair {
     if (rc != 0) throw SystemError("verbs: modify QP to RTR (peer rank " + std::to_string(peer_) + ")", rc);
     a = ibv_qp_attr{};
     a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
+    a.timeout = static_cast<uint8_t>(settings::get_int(settings::dsm::kVerbsTimeout));
+    a.retry_cnt = static_cast<uint8_t>(settings::get_int(settings::dsm::kVerbsRetry));
     a.rnr_retry = 7;  // retry forever: a receiver that has not posted yet is not an error
     a.sq_psn = psn_;
     a.max_rd_atomic = 16;
