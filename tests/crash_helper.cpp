@@ -3,6 +3,7 @@
 // others wait forever. The launcher must end the job, name the rank and clean up.
 // Mode "vanish": the rank leaves quietly (status 0, so the job goes on) and the others check
 // that a SEND and a service call to it fail with a clear error instead of hanging.
+// Mode node-lost (in the guests of scripts/vm) has the victim's whole node killed.
 // Modes exit, kill, stop and leave (status 0 without the collective teardown) end the victim
 // while the others wait in the layer argv[3] names (default: pause; leave: the bootstrap
 // barrier): barrier, lock (a shared-region lock the victim holds), dsm-barrier, call (a service
@@ -145,10 +146,28 @@ int main(int argc, char** argv) {
   }
   rt.barrier();
   if (rt.rank() == victim) {
+    if (way == "node-lost") {
+      // Inside the test guests of scripts/vm: this rank's whole machine disappears (its qemu is
+      // killed by the host), as a node that loses power.
+      const std::string req = "/run/loom-vm/request.rank" + std::to_string(rt.rank());
+      FILE* f = std::fopen(req.c_str(), "w");
+      if (f == nullptr) {
+        std::fprintf(stderr, "crash_helper: node-lost needs the test guests (scripts/vm): cannot write %s\n", req.c_str());
+        return 2;
+      }
+      std::fprintf(f, "kill %s\n", std::getenv("LOOM_NODE") ? std::getenv("LOOM_NODE") : "0");
+      std::fclose(f);
+      std::printf("rank %d: asked for its node to be killed\n", rt.rank());
+      std::fflush(stdout);
+    }
     if (way == "exit") std::exit(3);
     if (way == "kill") raise(SIGKILL);
     if (leave) _exit(0);  // status 0, without the collective teardown
-    if (way == "stop") raise(SIGSTOP);  // alive, but never answers again
+    if (way == "stop") {
+      std::printf("rank %d: stopping itself\n", rt.rank());
+      std::fflush(stdout);
+      raise(SIGSTOP);  // alive, but never answers again
+    }
     for (;;) pause();
   }
   try {

@@ -2,6 +2,8 @@
 // leaving no segment behind however the job ends.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include "tests/run_command.hpp"
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
@@ -22,26 +24,8 @@
 namespace fs = std::filesystem;
 
 namespace {
-struct Result {
-  int status;
-  std::string output;
-  double seconds;
-};
-
-// Runs a shell command line, capturing stdout and stderr together.
-Result run(const std::string& cmd) {
-  auto t0 = std::chrono::steady_clock::now();
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  Result r{-1, {}, 0};
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return r;
-}
+using loom::test::Result;
+using loom::test::run;
 
 class Launcher : public testing::Test {
  protected:

@@ -203,12 +203,14 @@ TEST(RemoteMemory, AllocateWriteReadFree) {
 TEST(Runtime, NamesMachinesProcessesAndThreads) {
   EXPECT_EQ(this_thread_name().process, rt().rank());
   EXPECT_EQ(this_thread_name().thread, 0);
-  EXPECT_EQ(rt().machines(), 1);
-  EXPECT_EQ(rt().machine(), 0);
+  // Machines are the job's hosts, numbered alike everywhere (one on a single host).
+  EXPECT_EQ(rt().machines(), rt().layout().hosts());
+  EXPECT_EQ(rt().machine(), rt().layout().host_of[static_cast<size_t>(rt().rank())]);
+  EXPECT_EQ(rt().hostname(), rt().layout().host_names[static_cast<size_t>(rt().machine())]);
   std::string name;
   auto t = rt().spawn("worker", [&] { name = this_thread_name().str(); });
   t.join();
-  EXPECT_NE(name.find("m0.p" + std::to_string(rt().rank()) + ".t"), std::string::npos) << name;
+  EXPECT_NE(name.find("m" + std::to_string(rt().machine()) + ".p" + std::to_string(rt().rank()) + ".t"), std::string::npos) << name;
   EXPECT_NE(name.find("(worker)"), std::string::npos) << name;
   EXPECT_GE(rt().numa_zones(), 1);
 }

@@ -146,7 +146,11 @@ Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
     uint64_t credits = word_credits(w);
     uint64_t since = word_since(w) + l.unpublished;  // our own returned posts are published here
     bool own = l.credits > 0;
-    bool want = force || since + 1 >= interval_ || credits <= reserve_;
+    // At the reserve, a post is signaled only when no signaled post is in flight: one in flight
+    // returns credits when it completes, and signaling every post there (as over a slow link,
+    // where the pool stays near the reserve) would make most posts signaled.
+    bool want = force || since + 1 >= interval_ ||
+                (credits <= reserve_ && issued_.load(std::memory_order_acquire) <= completed_flush());
     uint64_t take = own ? 0 : 1;
     uint64_t floor = want ? 0 : reserve_;
     if (!own && credits <= floor) {

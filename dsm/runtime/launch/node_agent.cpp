@@ -94,6 +94,11 @@ void NodeAgent::on_server_frame(const Frame& f) {
       return;
     case MsgType::Abort: {
       const Status s = decode_status(f.payload);
+      if (ending_) {  // this node's own failure, now named by the server
+        if (!o_.head_reports && !said_) std::fprintf(stderr, "loomrun: %s; terminating the job\n", s.why.c_str());
+        said_ = true;
+        status_ = s.code;
+      }
       end_here(s.code, s.why, !o_.head_reports);
       return;
     }
@@ -203,8 +208,11 @@ void NodeAgent::tick() {
   }
   ranks_.tick();
   if (auto f = ranks_.take_failure()) {
-    if (server_ && server_->open()) server_->send(encode(MsgType::Failure, *f));
-    end_here(f->code, f->why, !o_.head_reports || !server_ || !server_->open());
+    // The server decides what the job's end is called (this failure, or another node's loss
+    // it followed from) and says so in its abort; without a server, this node says it.
+    const bool reported = server_ && server_->open();
+    if (reported) server_->send(encode(MsgType::Failure, *f));
+    end_here(f->code, f->why, !reported);
   }
   if (ranks_.finished() && !done_sent_) {
     ranks_.flush_output();

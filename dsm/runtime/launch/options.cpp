@@ -82,12 +82,15 @@ void check_total(const std::vector<HostSlot>& hosts, const std::string& what) {
 
 std::vector<HostSlot> parse_host_list(const std::string& text) {
   std::vector<HostSlot> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
+  size_t start = 0;
+  for (;;) {  // every item between commas, empty ones included (an error)
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const auto colon = item.find(':');
     out.push_back(colon == std::string::npos ? host_slot(item, "", "--hosts")
                                              : host_slot(item.substr(0, colon), item.substr(colon + 1), "--hosts"));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
   }
   check_total(out, "--hosts '" + text + "'");
   return out;

@@ -180,23 +180,27 @@ void RendezvousServer::on_fence(int k, const Fence& f) {
   broadcast(encode(MsgType::FenceDown, down));
 }
 
-// A failure while another node has gone quiet is most likely that node's loss seen from here
-// (a rank whose peer stopped answering): it is held until that node is heard from again or
-// found lost, so that the job ends naming the cause.
+// A failure on one node may be what it saw of another node's loss (a rank whose peer stopped
+// answering fails before that node's silence is long enough to call it lost). So a failure
+// ends the job only once every other node has been heard from since it arrived; a node that
+// stays silent is found lost meanwhile (check_silence), and the job ends naming its ranks.
 void RendezvousServer::on_failure(int k, const Status& s) {
-  if (ending_) return;
-  const auto now = Clock::now();
+  if (ending_ || deferred_) return;
+  deferred_ = s;
+  deferred_node_ = k;
+  deferred_at_ = Clock::now();
+  settle_deferred();
+}
+
+void RendezvousServer::settle_deferred() {
+  if (!deferred_ || ending_) return;
   for (size_t m = 0; m < nodes_.size(); ++m) {
     const Node& n = nodes_[m];
-    if (static_cast<int>(m) == k || !n.link || !n.link->open() || n.done) continue;
-    if (now - n.link->last_heard() > 2 * t_.heartbeat) {
-      if (!deferred_) {
-        deferred_ = s;
-        deferred_until_ = n.link->last_heard() + t_.node_timeout;
-      }
-      return;
-    }
+    if (static_cast<int>(m) == deferred_node_ || !n.link || !n.link->open() || n.done) continue;
+    if (n.link->last_heard() <= deferred_at_) return;
   }
+  const Status s = *deferred_;
+  deferred_.reset();
   abort(s.code, s.why);
 }
 
@@ -221,11 +225,7 @@ void RendezvousServer::check_silence() {
       return;
     }
   }
-  if (deferred_ && now >= deferred_until_) {
-    const Status s = *deferred_;
-    deferred_.reset();
-    abort(s.code, s.why);
-  }
+  settle_deferred();
 }
 
 void RendezvousServer::tick() {

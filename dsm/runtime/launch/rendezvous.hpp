@@ -71,8 +71,10 @@ class RendezvousServer {
   uint64_t fence_seq_ = 0;
   bool ending_ = false;
   Clock::time_point ending_at_;
-  std::optional<Status> deferred_;   // a failure held while another node may be the cause
-  Clock::time_point deferred_until_;
+  void settle_deferred();
+  std::optional<Status> deferred_;   // a failure held until every other node is heard from
+  int deferred_node_ = -1;
+  Clock::time_point deferred_at_;
   bool finished_ = false;
   int status_ = 0;
   std::string reason_;

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The multi-process suites across two nodes: 2 ranks on each of loom-node0 and loom-node1
+# (scripts/vm/run --nodes 2), shared memory within a node and Soft-RoCE between them
+# (LOOM_PROVIDER=auto). Runs on loom-node0; starts loom-node1's side with the harness's remote
+# shell. Usage: nodes-suite.sh BUILD_DIR [quick|full]
+#   quick (CI): the launcher forms, the transports check, fabric, service, transmitter, invoke,
+#               coherence (the randomized checker, 100 programs under each of the 4 policies;
+#               locks, barriers, region atomics), objects, MCTS (small board), NAS class S (every
+#               kernel, verified, floating home), the consumer example.
+#   full:       the same with every test of each suite.
+set -uo pipefail
+build=$(cd "${1:?usage: nodes-suite.sh BUILD_DIR [quick|full]}" && pwd)
+mode=${2:-quick}
+here=$(cd "$(dirname "$0")/.." && pwd)
+export LOOM_CHECK=${LOOM_CHECK:-on}
+export LOOM_SUPERCHUNK_SIZE=${LOOM_SUPERCHUNK_SIZE:-64M}   # registration pins memory: 2 GiB guests
+export LOOM_TEST_STRESS_POSTS=${LOOM_TEST_STRESS_POSTS:-20000}
+export LOOM_TEST_DSM_PROGRAMS=${LOOM_TEST_DSM_PROGRAMS:-100}  # a policy: 400 programs in all
+hosts="--hosts loom-node0:2,loom-node1:2 --rsh $here/scripts/vm/rsh"
+passed=0
+failed=0
+logs=/tmp/nodes-suite
+mkdir -p $logs
+
+# run NAME COMMAND...: one case, its log kept for the failure report (every loomrun has a
+# --timeout, so none can hang).
+run() {
+  local name=$1
+  shift
+  local start=$(date +%s)
+  if "$@" > "$logs/$name.log" 2>&1; then
+    passed=$((passed + 1))
+    echo "PASS nodes $name ($(( $(date +%s) - start )) s)"
+  else
+    failed=$((failed + 1))
+    echo "FAIL nodes $name ($(( $(date +%s) - start )) s):"
+    tail -40 "$logs/$name.log"
+  fi
+}
+loomrun() { "$build/loomrun" $hosts --timeout "${LOOM_NODES_TIMEOUT:-600}" "$@"; }
+
+# The rendezvous form: one loomrun per node, node 1's started over the remote shell.
+rendezvous() {
+  # Each node's launcher has its own environment: the job's settings are given to both.
+  "$here/scripts/vm/rsh" loom-node1 "cd $here && env LOOM_CHECK=$LOOM_CHECK LOOM_SUPERCHUNK_SIZE=$LOOM_SUPERCHUNK_SIZE $build/loomrun --nodes 2 \
+    --node-rank 1 --rendezvous 198.18.0.1:29400 -n 2 --timeout 120 $build/hello_fabric" &
+  local other=$!
+  "$build/loomrun" --nodes 2 --node-rank 0 --rendezvous 198.18.0.1:29400 -n 2 --timeout 120 "$build/hello_fabric"
+  local mine=$?
+  wait $other
+  local theirs=$?
+  [ $mine -eq 0 ] && [ $theirs -eq 0 ]
+}
+
+run launcher-hosts loomrun "$build/hello_fabric"
+run launcher-rendezvous rendezvous
+run transports loomrun "$build/tests/test_transports"
+
+filter() { [ "$mode" = full ] && echo "*" || echo "$1"; }
+run fabric loomrun "$build/tests/test_fabric"
+run fabric-st env LOOM_TEST_QP_SINGLE_THREAD=1 "$build/loomrun" $hosts --timeout 600 "$build/tests/test_fabric"
+run service loomrun "$build/tests/test_service"
+run transmitter loomrun "$build/tests/test_transmitter"
+run invoke loomrun --threads 2 "$build/tests/test_invoke"
+run coherence loomrun "$build/tests/test_coherence" --gtest_filter="$(filter '*/CoherenceChecker.*:*/Coherence.*Lock*:*/Coherence.*Barrier*:*/RegionAtomics.*')"
+run objects loomrun "$build/tests/test_objects"
+run mcts loomrun "$build/tests/test_mcts" --gtest_filter="$(filter '*Scripted*:*ImmediateWin*:*ByTime*')"
+run nas-S loomrun "$build/tests/test_nas" --gtest_filter="$(filter '*_S_floating_ts')"
+# examples/consumer built against an install of the build (scripts/nodes-test.sh builds it).
+if [ -x "$build/nodes-consumer/consumer" ]; then
+  run consumer loomrun "$build/nodes-consumer/consumer"
+else
+  failed=$((failed + 1))
+  echo "FAIL nodes consumer: $build/nodes-consumer/consumer is not built (scripts/nodes-test.sh builds it)"
+fi
+echo "nodes: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

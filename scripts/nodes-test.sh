@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Across nodes for real, on this host: two qemu guests with Soft-RoCE (scripts/vm), 2 ranks on
+# each. Builds examples/consumer against an install of BUILD_DIR (inside the source tree, which
+# the guests see), runs scripts/nodes-suite.sh in the guests, then scripts/nodes-failures.sh.
+# ctest runs it as nodes.rxe (quick); `scripts/nodes-test.sh build/release full` runs every test.
+# Usage: nodes-test.sh BUILD_DIR [quick|full]
+set -uo pipefail
+build=$(cd "${1:?usage: nodes-test.sh BUILD_DIR [quick|full]}" && pwd)
+mode=${2:-quick}
+here=$(cd "$(dirname "$0")/.." && pwd)
+prefix=$build/nodes-prefix
+echo "== the consumer example against $prefix =="
+cmake --install "$build" --prefix "$prefix" > "$build/nodes-install.log" || { cat "$build/nodes-install.log"; exit 1; }
+{ cmake -S "$here/examples/consumer" -B "$build/nodes-consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" &&
+  cmake --build "$build/nodes-consumer"; } > "$build/nodes-consumer.log" 2>&1 || { cat "$build/nodes-consumer.log"; exit 1; }
+status=0
+echo "== the suites across two guests ($mode) =="
+LOOM_VM_TIMEOUT=${LOOM_VM_TIMEOUT:-3000} "$here/scripts/vm/run" --nodes 2 "$here" -- \
+  "$here/scripts/nodes-suite.sh" "$build" "$mode" || status=1
+echo "== failures across two guests =="
+bash "$here/scripts/nodes-failures.sh" "$build" || status=1
+exit $status
