@@ -43,9 +43,10 @@ case_() {
   fi
 }
 
-# A node lost: its qemu is killed by the host once its rank 2 is where the case needs it.
+# A node lost: its qemu is killed by the host once its rank 2 is where the case needs it (the
+# time counts from a second before the kill).
 for layer in lock barrier invoke; do
-  case_ "node-lost-$layer" 12 nonzero "lost ranks 2-3 on loom-node1" "asked for its node to be killed" \
+  case_ "node-lost-$layer" 12 nonzero "lost ranks 2-3 on loom-node1" "asking for its node to be killed" \
     "$build/loomrun $hosts --timeout 120 $helper 2 node-lost $layer"
 done
 # A rank stopped on the other node: that node's launcher sees it (LOOM_STOPPED_LIMIT_MS, 3 s).

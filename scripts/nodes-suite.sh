@@ -59,7 +59,7 @@ run transports loomrun "$build/tests/test_transports"
 filter() { [ "$mode" = full ] && echo "*" || echo "$1"; }
 run fabric loomrun "$build/tests/test_fabric"
 run fabric-st env LOOM_TEST_QP_SINGLE_THREAD=1 "$build/loomrun" $hosts --timeout 600 "$build/tests/test_fabric"
-run service loomrun "$build/tests/test_service"
+run service env LOOM_EXPECT_BOOTSTRAP=rendezvous "$build/loomrun" $hosts --timeout 600 "$build/tests/test_service"
 run transmitter loomrun "$build/tests/test_transmitter"
 run invoke loomrun --threads 2 "$build/tests/test_invoke"
 run coherence loomrun "$build/tests/test_coherence" --gtest_filter="$(filter '*/CoherenceChecker.*:*/Coherence.*Lock*:*/Coherence.*Barrier*:*/RegionAtomics.*')"

@@ -148,7 +148,11 @@ int main(int argc, char** argv) {
   if (rt.rank() == victim) {
     if (way == "node-lost") {
       // Inside the test guests of scripts/vm: this rank's whole machine disappears (its qemu is
-      // killed by the host), as a node that loses power.
+      // killed by the host), as a node that loses power. The line goes out first (it reaches the
+      // first node's launcher through this node's), the request a second later.
+      std::printf("rank %d: asking for its node to be killed\n", rt.rank());
+      std::fflush(stdout);
+      sleep(1);
       const std::string req = "/run/loom-vm/request.rank" + std::to_string(rt.rank());
       FILE* f = std::fopen(req.c_str(), "w");
       if (f == nullptr) {
@@ -157,8 +161,6 @@ int main(int argc, char** argv) {
       }
       std::fprintf(f, "kill %s\n", std::getenv("LOOM_NODE") ? std::getenv("LOOM_NODE") : "0");
       std::fclose(f);
-      std::printf("rank %d: asked for its node to be killed\n", rt.rank());
-      std::fflush(stdout);
     }
     if (way == "exit") std::exit(3);
     if (way == "kill") raise(SIGKILL);

@@ -13,7 +13,7 @@ inline constexpr Setting kDsmPrograms{"LOOM_TEST_DSM_PROGRAMS", T::Int, "1000", 
 inline constexpr Setting kDsmSeed{"LOOM_TEST_DSM_SEED", T::Int, "", "0..4611686018427387903",
                                   "seed of the first checker program (default: a new one each run, printed)"};
 inline constexpr Setting kQpSingleThread{"LOOM_TEST_QP_SINGLE_THREAD", T::Bool, "0", "", "run the fabric suite on thread-domain queue pairs"};
-inline constexpr Setting kExpectBootstrap{"LOOM_EXPECT_BOOTSTRAP", T::Choice, "embedded", "embedded|pmix", "the bootstrap the service suite must find"};
+inline constexpr Setting kExpectBootstrap{"LOOM_EXPECT_BOOTSTRAP", T::Choice, "embedded", "embedded|rendezvous|pmix", "the bootstrap the service suite must find"};
 
 inline constexpr const Setting* kAll[] = {&kStressThreads, &kStressPosts, &kDsmPrograms, &kDsmSeed, &kQpSingleThread, &kExpectBootstrap};
 inline constexpr loom::settings::Table kTable{"tests", kAll};

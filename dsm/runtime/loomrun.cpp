@@ -130,7 +130,9 @@ int run_hosts(const Options& o, char** argv) {
     nodes.add_to(ps);
     ps.wait(50);
     server.tick();
-    nodes.tick(server.finished(), t.node_timeout);
+    // Once the job is over the node launchers exit at once; one still running a second later
+    // (the remote shell of a host that disappeared) is ended.
+    nodes.tick(server.finished(), std::chrono::seconds(1));
     if (auto why = nodes.take_failure(); why && !server.finished()) server.abort(1, *why);
     if (!stopped && g_signal != 0) server.abort(128 + g_signal, signal_reason(g_signal)), stopped = true;
     if (!server.reason().empty() && !said) {

@@ -47,6 +47,24 @@ def endpoint():
     write("fuzz_endpoint", "verbs", bytes([2]) + struct.pack("<IiIIHBB", 0x4C4D5645, 2, 9, 100, 1, 1, 5) + bytes(16))
 
 
+def node_wire():
+    magic = 0x4C4E4C31
+
+    def frame(kind, payload):
+        return struct.pack("<IBBBBI", magic, kind, 0, 0, 0, len(payload)) + payload
+
+    def text(t):
+        return struct.pack("<I", len(t)) + t
+    hello = struct.pack("<I", 1) + text(b"0.1.0+abc") + struct.pack("<III", 1, 2, 2) + text(b"loom-node1")
+    welcome = text(b"loom-42") + struct.pack("<III", 2, 2, 2) + struct.pack("<I", 2) + text(b"a") + text(b"b")
+    fence = struct.pack("<QQ", 3, 4) + b"\x01\x00\x00\x00"
+    status = struct.pack("<I", 137) + text(b"lost ranks 2-3 on b")
+    write("fuzz_node_wire", "hello", frame(1, hello))
+    write("fuzz_node_wire", "welcome", frame(2, welcome))
+    write("fuzz_node_wire", "fence", frame(4, fence) + frame(6, b""))
+    write("fuzz_node_wire", "abort", frame(8, status))
+
+
 # ---- invoke channel: chunk 0 of a channel, records at global offset 128 on ----
 CHUNK_HEADER = 128
 KIND = {"call": 1, "buffer": 2, "written": 3, "read": 4, "return": 5, "broadcast": 6, "named": 7}
@@ -111,6 +129,7 @@ if __name__ == "__main__":
     notices()
     settings()
     endpoint()
+    node_wire()
     invoke_channel()
     for t in sorted(os.listdir(ROOT)):
         print(t, len(os.listdir(os.path.join(ROOT, t))), "seeds")

@@ -213,6 +213,14 @@ void RendezvousServer::node_gone(int k, const std::string& why) {
   abort(1, "lost " + describe_node(k) + ": its launcher's connection ended (" + why + ")");
 }
 
+// A node found lost is not waited for: its link goes, so that the job's end does not wait for
+// it to report (maybe_finish).
+void RendezvousServer::lose(int k, const std::string& why) {
+  abort(1, why);
+  if (nodes_[static_cast<size_t>(k)].link) nodes_[static_cast<size_t>(k)].link->close(why);
+  maybe_finish();
+}
+
 void RendezvousServer::check_silence() {
   const auto now = Clock::now();
   for (size_t k = 0; k < nodes_.size(); ++k) {
@@ -220,8 +228,8 @@ void RendezvousServer::check_silence() {
     if (!n.link || !n.link->open() || n.done) continue;
     const auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(now - n.link->last_heard());
     if (quiet > t_.node_timeout && !ending_) {
-      abort(1, "lost " + describe_node(static_cast<int>(k)) + ": nothing heard from its launcher for " + seconds(quiet) +
-                   " (LOOM_NODE_TIMEOUT_MS)");
+      lose(static_cast<int>(k), "lost " + describe_node(static_cast<int>(k)) + ": nothing heard from its launcher for " +
+                                    seconds(quiet) + " (LOOM_NODE_TIMEOUT_MS)");
       return;
     }
   }

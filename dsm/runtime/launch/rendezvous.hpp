@@ -57,6 +57,7 @@ class RendezvousServer {
   void on_fence(int k, const Fence& f);
   void on_failure(int k, const Status& s);
   void node_gone(int k, const std::string& why);
+  void lose(int k, const std::string& why);
   void check_silence();
   void broadcast(const std::vector<std::byte>& frame);
   void maybe_finish();
