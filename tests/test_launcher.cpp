@@ -110,6 +110,20 @@ TEST_F(Launcher, OutputOfRanksEndedByTheLauncherIsNotLost) {
   EXPECT_FALSE(segments_left());
 }
 
+// stdout and stderr of every rank on one pipe (2>&1): each line arrives whole, with one prefix.
+TEST_F(Launcher, LinesOfBothStreamsArriveWhole) {
+  auto r = run(loomrun("-n 3 sh -c 'i=0; while [ $i -lt 3000 ]; do echo \"out $i\"; echo \"err $i\" >&2; i=$((i+1)); done'"));
+  EXPECT_EQ(r.status, 0);
+  std::stringstream lines(r.output);
+  size_t n = 0, bad = 0;
+  for (std::string line; std::getline(lines, line); ++n) {
+    const bool whole = line.size() > 4 && line[0] == '[' && line[2] == ']' && line.find('[', 1) == std::string::npos &&
+                       (line.compare(4, 4, "out ") == 0 || line.compare(4, 4, "err ") == 0);
+    if (!whole && ++bad <= 3) ADD_FAILURE() << "a broken line: '" << line << "'";
+  }
+  EXPECT_EQ(n, 3u * 2 * 3000) << bad << " broken lines";
+}
+
 TEST_F(Launcher, SigkillEndsTheJobWithinTwoSeconds) {
   // Time from the kill, not from start-up: the helper prints once every rank is up.
   auto r = run(loomrun(std::string("-n 4 ") + CRASH_HELPER_PATH + " 1 kill"));
