@@ -57,7 +57,7 @@ void HybridProvider::unmap_chunk(const Chunk& c) {
       }
     }
   }
-  device_->forget_chunk(c);  // deregisters what the device had in it
+  device_->unmap_chunk(c);  // deregisters what the device had in it; the memory stays mapped
   shm_->unmap_chunk(c);      // revokes the shm keys in it
 }
 

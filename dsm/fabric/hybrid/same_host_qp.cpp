@@ -28,7 +28,8 @@ Status AtomicLane::run(const SendWr& wr, uint32_t& byte_len) {
     else b.spin_or_yield();
   }
   byte_len = c.byte_len;
-  if (c.status != Status::Success) qp_->reset();  // the shm queue pair reports the error; the lane starts clean
+  // A failure moves the shm queue pair to the error state (post_foreign); the caller's reset()
+  // of both ends then resets the lane too (SameHostQp::reset), as the contract's recovery asks.
   return c.status;
 }
 

@@ -125,10 +125,8 @@ void VerbsProvider::unmap_chunk(const Chunk& c) {
 void VerbsProvider::adopt_chunk(const Chunk& c) {
   std::lock_guard<std::mutex> g(mu_);
   chunks_.emplace(reinterpret_cast<uintptr_t>(c.addr), c);
-  foreign_.emplace(reinterpret_cast<uintptr_t>(c.addr), true);
+  foreign_.insert(reinterpret_cast<uintptr_t>(c.addr));
 }
-
-void VerbsProvider::forget_chunk(const Chunk& c) { unmap_chunk(c); }
 
 PeerTraffic VerbsProvider::traffic(int rank) const {
   if (rank < 0 || rank >= pctx_.size) return {};

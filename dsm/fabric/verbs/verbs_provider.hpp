@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,10 +58,9 @@ class VerbsProvider : public Provider {
   PeerTraffic traffic(int rank) const override;
 
   // Memory mapped by another provider (the shm+verbs provider's shared segments), registered
-  // here too: adopt_chunk records it (register_memory accepts ranges in it), forget_chunk
-  // deregisters what lies in it and drops it without unmapping.
+  // here too: adopt_chunk records it (register_memory accepts ranges in it); unmap_chunk then
+  // deregisters what lies in it and drops it without unmapping it.
   void adopt_chunk(const Chunk& c);
-  void forget_chunk(const Chunk& c);
 
   // Internal.
   ibv_context* context() const { return ctx_; }
@@ -96,7 +96,7 @@ class VerbsProvider : public Provider {
 
   mutable std::mutex mu_;
   std::map<uintptr_t, Chunk> chunks_;
-  std::map<uintptr_t, bool> foreign_;  // chunks adopted from another provider (not unmapped here)
+  std::set<uintptr_t> foreign_;  // chunks adopted from another provider (not unmapped here)
   std::unique_ptr<std::atomic<uint64_t>[]> posts_;    // per peer: requests posted, atomics apart
   std::unique_ptr<std::atomic<uint64_t>[]> atomics_;
   std::unordered_map<uint32_t, ibv_mr*> mrs_;  // by lkey
