@@ -153,14 +153,20 @@ int main(int argc, char** argv) {
       std::printf("rank %d: asking for its node to be killed\n", rt.rank());
       std::fflush(stdout);
       sleep(1);
-      const std::string req = "/run/loom-vm/request.rank" + std::to_string(rt.rank());
-      FILE* f = std::fopen(req.c_str(), "w");
+      // The host polls for request.* files: the line is written under another name and the
+      // finished file renamed into place, so the host never reads it half written.
+      const std::string name = "request.rank" + std::to_string(rt.rank());
+      const std::string draft = "/run/loom-vm/." + name, req = "/run/loom-vm/" + name;
+      FILE* f = std::fopen(draft.c_str(), "w");
       if (f == nullptr) {
-        std::fprintf(stderr, "crash_helper: node-lost needs the test guests (scripts/vm): cannot write %s\n", req.c_str());
+        std::fprintf(stderr, "crash_helper: node-lost needs the test guests (scripts/vm): cannot write %s\n", draft.c_str());
         return 2;
       }
       std::fprintf(f, "kill %s\n", std::getenv("LOOM_NODE") ? std::getenv("LOOM_NODE") : "0");
-      std::fclose(f);
+      if (std::fclose(f) != 0 || std::rename(draft.c_str(), req.c_str()) != 0) {
+        std::fprintf(stderr, "crash_helper: cannot ask for the node's end through %s\n", req.c_str());
+        return 2;
+      }
     }
     if (way == "exit") std::exit(3);
     if (way == "kill") raise(SIGKILL);
