@@ -5,6 +5,8 @@
 // compared with UCX's thread-safe worker, ucx-put-mt) and on thread domains (manual-ss-st,
 // transmitter-st, compared with UCX's single-thread worker, ucx-put): like with like.
 // Run: loomrun -n 2 bench_fabric [--quick] [--csv FILE]
+// Under an emulated wire (LOOM_WIRE=... loomrun -n 2 --emulate-nodes 2 bench_fabric) it calibrates
+// the wire instead: rows wire-read-8, wire-rate-8 and wire-bw-4096, measured beside the preset.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/dsm/fabric/shm/shm_provider.hpp"
 #include "loom/dsm/memory/circular_allocator.hpp"
 #include "loom/dsm/runtime/runtime.hpp"
 #include "loom/dsm/common/backoff.hpp"
@@ -410,6 +413,66 @@ void report(const std::vector<Row>& rows, const std::vector<size_t>& sizes, std:
   }
 }
 
+// Under LOOM_WIRE (2 emulated nodes): the emulated READ round trip, 8 B message rate and 4 KiB
+// bandwidth through the bare queue pair, each beside what the wire model gives for it unloaded.
+const fabric::shm::WireSpec* wire_of(Runtime& rt) {
+  auto* shm = dynamic_cast<fabric::shm::ShmProvider*>(&rt.provider());
+  return shm != nullptr && shm->across_wire(1 - rt.rank()) ? &shm->wire() : nullptr;
+}
+
+double read_rtt_us(fabric::QueuePair& qp, fabric::CompletionQueue& cq, const memory::RDMAMemory& local, const Target& t, int count) {
+  std::vector<double> us;
+  fabric::Completion c;
+  for (int i = 0; i < count; ++i) {
+    fabric::SendWr wr;
+    wr.opcode = fabric::Opcode::Read;
+    wr.signaled = true;
+    wr.local = {local.address(), 8, local.lkey};
+    wr.remote_addr = t.addr;
+    wr.rkey = t.rkey;
+    const auto t0 = clk::now();
+    if (qp.post_send(wr) != fabric::PostResult::Ok) std::exit(1);
+    while (cq.poll(std::span(&c, 1)) == 0) wait::cpu_relax();
+    if (c.status != fabric::Status::Success) std::exit(1);
+    us.push_back(seconds_since(t0) * 1e6);
+  }
+  return median(us);
+}
+
+void calibrate_wire(Runtime& rt, Fixture& fx, const fabric::shm::WireSpec& w, bool quick, std::vector<Row>& rows) {
+  using fabric::shm::LinkClock;
+  LinkClock a, b;
+  const auto model = fabric::shm::wire_schedule(w, fabric::Opcode::Read, 8, 0, a, b);
+  const double busy8 = std::max(8 / w.bytes_per_ns, w.message_gap_ns), busy4k = std::max(4096 / w.bytes_per_ns, w.message_gap_ns);
+  memory::CircularAllocator units8(rt.allocator(), 8, 64, 4096), units4k(rt.allocator(), 4096, 64, 4096);
+  auto& qp = fx.manual_st->qp(1);
+  auto& cq = *fx.manual_st->send_cqs[1];
+  const size_t n8 = quick ? 20000 : 200000, n4k = quick ? 5000 : 50000;
+  std::vector<double> rtt, rate, bw;
+  for (int round = 0; round < (quick ? 3 : 7); ++round) {
+    rtt.push_back(read_rtt_us(qp, cq, fx.src, fx.peer, quick ? 200 : 1000));
+    rate.push_back(static_cast<double>(n8) / run_manual(qp, cq, slots_of(units8), fx.peer, 8, n8));
+    bw.push_back(static_cast<double>(n4k) * 4096 / 1e6 / run_manual(qp, cq, slots_of(units4k), fx.peer, 4096, n4k));
+  }
+  const double preset[3] = {static_cast<double>(model.complete) / 1e3, 1e9 / busy8, 4096 / busy4k * 1e3};
+  const double measured[3] = {median(rtt), median(rate), median(bw)};
+  const char* names[3] = {"wire-read-8", "wire-rate-8", "wire-bw-4096"};
+  const size_t sizes[3] = {8, 8, 4096};
+  const char* units[3] = {"us", "1/s", "MB/s"};
+  double loads[3] = {0, 0, 0};
+  getloadavg(loads, 3);
+  std::printf("\nbench_fabric: the emulated wire %s (%.2f us one way, %.2f GB/s, %.1f M messages/s a link), 2 emulated nodes%s\n",
+              w.name.c_str(), w.latency_ns / 1e3, w.bytes_per_ns, w.message_gap_ns > 0 ? 1e3 / w.message_gap_ns : 0.0,
+              quick ? " (quick)" : "");
+  std::printf("%-14s %14s %14s %8s\n", "row", "measured", "preset", "ratio");
+  for (int i = 0; i < 3; ++i) {
+    rows.push_back({names[i], sizes[i], "measured", measured[i], units[i]});
+    rows.push_back({names[i], sizes[i], "preset", preset[i], units[i]});
+    std::printf("%-14s %14.3f %14.3f %8.3f  %s\n", names[i], measured[i], preset[i], measured[i] / preset[i], units[i]);
+  }
+  std::printf("load average: %.2f %.2f %.2f\n", loads[0], loads[1], loads[2]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -424,6 +487,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   Fixture fx(rt);
+  if (const fabric::shm::WireSpec* w = wire_of(rt)) {
+    std::vector<Row> rows;
+    if (rt.rank() == 0) {
+      calibrate_wire(rt, fx, *w, a.quick, rows);
+      if (!a.csv.empty()) write_csv(a.csv, rows);
+    }
+    rt.barrier();
+    fx.tear_down(rt);
+    return 0;
+  }
   std::vector<size_t> sizes;
   for (size_t s = 8; s <= 65536; s *= a.quick ? 8 : 2) sizes.push_back(s);
   if (sizes.back() != 65536) sizes.push_back(65536);

@@ -16,6 +16,9 @@ Lane::Lane(fabric::Provider& provider, int nprocs, memory::RDMAMemory scratch) :
   caps.max_inline = 0;
   cq_ = provider.create_cq(kDepth * static_cast<uint32_t>(nprocs));
   for (int r = 0; r < nprocs; ++r) qps_.push_back(provider.create_qp(r, *cq_, *cq_, caps));
+  // Written once: WRITEs of it may be in flight at any time (rewriting a source in flight is a
+  // race with the NIC reading it, which the emulated wire's engine thread made visible).
+  bytes(Scratch::kOneByte)[0] = 1;
 }
 
 std::vector<fabric::QueuePair*> Lane::queue_pairs() {

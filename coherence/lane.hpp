@@ -28,7 +28,7 @@ struct Scratch {
   static constexpr size_t kQueueNode = 32;   // lock: our queue node's name, written to the predecessor
   static constexpr size_t kGrant = 40;       // lock: the grant word written to the successor
   static constexpr size_t kUnlockSink = 48;  // results of unlocking CASes nobody reads
-  static constexpr size_t kOneByte = 64;     // a byte 1: a sharer joining, an invalidation flag
+  static constexpr size_t kOneByte = 64;     // a byte 1 (set once with the lane): a sharer joining, an invalidation flag
   // Areas.
   static constexpr size_t kNoticesOut = 4096;  // serialized notices to write
   static constexpr size_t kNoticesIn = 8192;   // serialized notices read

@@ -44,7 +44,6 @@ void Space::Impl::post_fetch_reads(Lane& l, RegionState& rs, size_t b, int home,
 
 void Space::Impl::post_join_sharers(Lane& l, RegionState& rs, size_t b) {
   const int mgr = rs.r->manager(b);
-  l.bytes(Scratch::kOneByte)[0] = 1;
   l.post(mgr, fabric::Opcode::Write, Scratch::kOneByte, 1, rs.dir_addr(mgr, b) + DirEntry::kSharers + static_cast<size_t>(rank), rs.rkey(mgr));
 }
 

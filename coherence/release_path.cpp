@@ -97,7 +97,6 @@ void Space::Impl::invalidate_sharers(Lane& l, RegionState& rs, size_t b) {
   const int mgr = rs.r->manager(b);
   uint8_t* sh = l.bytes(Scratch::kSharers);
   std::memcpy(sh, l.bytes(Scratch::kDirectory + DirEntry::kSharers), static_cast<size_t>(n));
-  l.bytes(Scratch::kOneByte)[0] = 1;
   for (int p = 0; p < n; ++p) {
     if (p == rank || sh[p] == 0) continue;
     l.post(p, fabric::Opcode::Write, Scratch::kOneByte, 1, rs.flag_addr(p, b), rs.rkey(p));

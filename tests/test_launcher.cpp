@@ -288,6 +288,26 @@ TEST_F(Launcher, BadUsageIsAClearError) {
   EXPECT_FALSE(segments_left());
 }
 
+// --emulate-nodes splits this host's ranks; more nodes than ranks, real hosts, a wire that is
+// not one, and nodes without a wire are each refused with the reason.
+TEST_F(Launcher, BadEmulatedNodesAreRefusedWithTheReason) {
+  auto r = run(loomrun("-n 2 --emulate-nodes 3 true"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--emulate-nodes 3 exceeds the 2 ranks"), std::string::npos) << r.output;
+  r = run(loomrun("--hosts localhost:2 --emulate-nodes 2 true"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("emulates nodes on this host"), std::string::npos) << r.output;
+  r = run("LOOM_WIRE=ib-edr " + loomrun("-n 2 --emulate-nodes 0 true"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  r = run("LOOM_WIRE=fast " + loomrun("-n 2 --emulate-nodes 2 " + std::string(LOOM_INFO_PATH)));
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("LOOM_WIRE=fast: not a preset"), std::string::npos) << r.output;
+  r = run(loomrun("-n 2 --emulate-nodes 2 " + std::string(LOOM_INFO_PATH)));
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("set LOOM_WIRE too"), std::string::npos) << r.output;
+  EXPECT_FALSE(segments_left());
+}
+
 // --timeout takes a positive number of seconds: text, a sign, nan and inf were taken as "no
 // timeout" (atof) and the job could hang forever.
 TEST_F(Launcher, ABadTimeoutIsRefused) {

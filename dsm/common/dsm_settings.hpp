@@ -39,6 +39,10 @@ inline constexpr Setting kServiceMessage{"LOOM_SERVICE_MESSAGE", T::Size, "4096"
                                          "largest service message, header (24 B) included"};
 inline constexpr Setting kShmRnrTimeout{"LOOM_SHM_RNR_TIMEOUT_MS", T::Int, "0", "0..3600000",
                                         "how long a SEND waits for a receive; 0 = until the peer dies"};
+inline constexpr Setting kWire{"LOOM_WIRE", T::String, "", "",
+                               "an emulated interconnect between emulated nodes (shm): ib-edr, roce-25g, tcp-10g, or LATENCY_US,GBPS[,MMSGS]"};
+inline constexpr Setting kEmulateNodes{"LOOM_EMULATE_NODES", T::Int, "", "1..32767",
+                                       "emulated nodes the ranks are split over under LOOM_WIRE (loomrun --emulate-nodes; default: one a rank)"};
 inline constexpr Setting kBootstrap{"LOOM_BOOTSTRAP", T::Choice, "auto", "auto|embedded|rendezvous|pmix", "how processes find each other"};
 inline constexpr Setting kRsh{"LOOM_RSH", T::String, "ssh", "", "the remote shell loomrun --hosts starts other nodes with"};
 inline constexpr Setting kRendezvousAddr{"LOOM_RENDEZVOUS_ADDR", T::String, "", "",
@@ -67,7 +71,7 @@ inline constexpr Setting kStallReport{"LOOM_STALL_REPORT_MS", T::Int, "5000", "0
 inline constexpr const Setting* kAll[] = {
     &kRank,      &kSize,      &kLocalRank,  &kLocalSize,     &kJobId,         &kJobDir,        &kNode, &kNodes, &kBootFd, &kThreads,
     &kProvider,  &kShmDir,    &kSweep,      &kLog,           &kPin,           &kHugePages,     &kSuperchunk,
-    &kHeapFit,   &kServiceBuffers, &kServiceMessage, &kShmRnrTimeout, &kBootstrap, &kRsh, &kRendezvousAddr, &kRendezvousTimeout, &kHeartbeat, &kNodeTimeout, &kVerbsDevice, &kVerbsPort,
+    &kHeapFit,   &kServiceBuffers, &kServiceMessage, &kShmRnrTimeout, &kWire, &kEmulateNodes, &kBootstrap, &kRsh, &kRendezvousAddr, &kRendezvousTimeout, &kHeartbeat, &kNodeTimeout, &kVerbsDevice, &kVerbsPort,
     &kVerbsGidIndex, &kVerbsTimeout, &kVerbsRetry, &kVerbsGrh, &kStoppedLimit, &kCheck, &kStallReport};
 inline constexpr Table kTable{"dsm", kAll};
 

@@ -1,5 +1,6 @@
 #include "loom/dsm/fabric/fabric.hpp"
 
+#include "loom/dsm/common/dsm_settings.hpp"
 #include "loom/dsm/common/error.hpp"
 #include "loom/dsm/fabric/shm/shm_provider.hpp"
 #ifdef LOOM_HAVE_VERBS
@@ -73,6 +74,9 @@ bool one_host(const ProviderContext& ctx) {
 
 std::unique_ptr<Provider> make_provider(const std::string& name, const ProviderContext& ctx) {
   if (name == "shm" || (name == "auto" && one_host(ctx))) return std::make_unique<shm::ShmProvider>(ctx);
+  if (settings::raw(settings::dsm::kWire))
+    fail("LOOM_WIRE emulates an interconnect between ranks of one host, inside the shm provider; this job's provider is ",
+         name == "auto" ? "shm+verbs (its ranks run on several hosts)" : name, ": unset LOOM_WIRE");
   if (name == "auto") {
 #ifdef LOOM_HAVE_VERBS
     return std::make_unique<hybrid::HybridProvider>(ctx);

@@ -70,6 +70,23 @@ Mapping Mapping::open(const std::string& path) {
   return Mapping(p, len);
 }
 
+Mapping Mapping::open_or_create(const std::string& path, size_t len) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) fail_errno("cannot open or create shared segment " + path);
+  struct stat st;
+  // Growing to `len` is the same act from every process; a file already that long is kept.
+  if (fstat(fd, &st) != 0 || (static_cast<size_t>(st.st_size) < len && ftruncate(fd, static_cast<off_t>(len)) != 0)) {
+    int e = errno;
+    ::close(fd);
+    throw SystemError("cannot size shared segment " + path, e);
+  }
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int e = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) throw SystemError("cannot map " + path, e);
+  return Mapping(p, len);
+}
+
 std::string find_hugetlbfs() {
   std::vector<std::string> mounts = sys::hugetlbfs_mounts();
   if (mounts.empty()) return {};

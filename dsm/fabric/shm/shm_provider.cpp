@@ -16,6 +16,7 @@
 #include "loom/dsm/common/log.hpp"
 #include "loom/dsm/common/system.hpp"
 #include "loom/dsm/fabric/shm/shm_qp.hpp"
+#include "loom/dsm/fabric/shm/wire_engine.hpp"
 
 namespace loom::fabric::shm {
 
@@ -47,6 +48,7 @@ ShmProvider::ShmProvider(const ProviderContext& ctx) : ctx_(ctx), qps_(new std::
   dead_.reset(new std::atomic<int>[static_cast<size_t>(ctx.size)]);
   for (int i = 0; i < ctx.size; ++i) dead_[static_cast<size_t>(i)].store(0);
   rnr_timeout_ns_ = static_cast<uint64_t>(settings::get_int(settings::dsm::kShmRnrTimeout)) * 1000000ull;
+  set_up_wire();
 
   std::string mount = find_hugetlbfs();
   if (!mount.empty() && settings::get_bool(settings::dsm::kHugePages)) {
@@ -70,6 +72,8 @@ ShmProvider::ShmProvider(const ProviderContext& ctx) : ctx_(ctx), qps_(new std::
 }
 
 ShmProvider::~ShmProvider() {
+  engine_.reset();  // its lanes are gone with the QPs
+  if (!wire_.name.empty() && ctx_.rank == 0) ::unlink(path("wire", 0, 0).c_str());
   keys_.as<KeyTable>()->alive.store(0, std::memory_order_release);
   for (auto& [base, c] : chunks_) ::unlink(c.file.c_str());
   chunks_.clear();
@@ -188,6 +192,13 @@ std::unique_ptr<QueuePair> ShmProvider::create_qp(int peer_rank, CompletionQueue
   uint32_t qpn = next_qp_.fetch_add(1);
   if (qpn >= kMaxQps) fail("shm: too many queue pairs (limit ", kMaxQps - 1, ")");
   auto qp = std::make_unique<ShmQp>(*this, qpn, peer_rank, *scq, *rcq, caps);
+  if (across_wire(peer_rank)) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!engine_) engine_ = std::make_unique<WireEngine>(wire_cpus_);
+    auto* links = wire_links_.as<LinkClock>();
+    qp->attach_wire({engine_.get(), &wire_, &links[wire_node_[static_cast<size_t>(ctx_.rank)]],
+                     &links[wire_node_[static_cast<size_t>(peer_rank)]]});
+  }
   qps_[qpn].store(qp.get(), std::memory_order_release);
   return qp;
 }
@@ -209,6 +220,32 @@ bool ShmProvider::peer_alive(int rank) const {
                (::kill(t->pid, 0) == 0 || errno != ESRCH);
   if (!alive) dead_[static_cast<size_t>(rank)].store(1, std::memory_order_relaxed);
   return alive;
+}
+
+}  // namespace loom::fabric::shm
+
+namespace loom::fabric::shm {
+
+void ShmProvider::set_up_wire() {
+  wire_ = parse_wire(settings::get_string(settings::dsm::kWire));
+  const bool nodes_set = settings::raw(settings::dsm::kEmulateNodes).has_value();
+  if (wire_.name.empty()) {
+    if (nodes_set) fail("LOOM_EMULATE_NODES (loomrun --emulate-nodes) splits the ranks over nodes joined by an emulated wire: set LOOM_WIRE too");
+    return;
+  }
+  const int nodes = static_cast<int>(settings::get_int(settings::dsm::kEmulateNodes, ctx_.size));
+  wire_node_ = emulated_nodes(ctx_.size, nodes);
+  if (sched_getaffinity(0, sizeof wire_cpus_, &wire_cpus_) != 0) fail_errno("shm: cannot read this process's CPU set");
+  wire_links_ = Mapping::open_or_create(path("wire", 0, 0), sizeof(LinkClock) * static_cast<size_t>(nodes));
+}
+
+uint64_t ShmProvider::wire_in_flight() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return engine_ ? engine_->in_flight() : 0;
+}
+
+std::string ShmProvider::transport(int rank) const {
+  return across_wire(rank) ? "wire:" + wire_.name : "shm";
 }
 
 }  // namespace loom::fabric::shm

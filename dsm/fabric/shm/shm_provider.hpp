@@ -2,6 +2,8 @@
 // The shm provider: N processes on one host. Registered memory lives in named shared-memory
 // segments under the job directory; one-sided operations are carried out by the initiating
 // thread against the target's memory with no action by the target's CPU.
+#include <sched.h>
+
 #include <atomic>
 #include <map>
 #include <memory>
@@ -12,6 +14,7 @@
 
 #include "loom/dsm/fabric/fabric.hpp"
 #include "loom/dsm/fabric/shm/shm_layout.hpp"
+#include "loom/dsm/fabric/shm/wire_model.hpp"
 
 namespace loom::fabric::shm {
 
@@ -34,6 +37,9 @@ class Mapping {
   enum class Reserve { All, None };
   static Mapping create(const std::string& path, size_t len, Reserve reserve = Reserve::All);
   static Mapping open(const std::string& path);  // throws if missing
+  // Opens the file, or creates it zero-filled at `len` if no process has yet (every process of
+  // the job may call it at once).
+  static Mapping open_or_create(const std::string& path, size_t len);
 
  private:
   void* addr_ = nullptr;
@@ -42,6 +48,7 @@ class Mapping {
 
 class ShmQp;
 class ShmCq;
+class WireEngine;
 
 class ShmProvider : public Provider {
   static constexpr size_t kFastSegments = 4096;
@@ -60,6 +67,8 @@ class ShmProvider : public Provider {
   std::unique_ptr<QueuePair> create_qp(int peer_rank, CompletionQueue& send_cq,
                                        CompletionQueue& recv_cq, const QpCaps& caps) override;
   bool peer_alive(int rank) const override;
+  // "shm", or "wire:NAME" to a rank on another emulated node (shm behind the emulated wire).
+  std::string transport(int rank) const override;
 
   // Internal, used by queue pairs and completion queues.
   int rank() const { return ctx_.rank; }
@@ -85,6 +94,12 @@ class ShmProvider : public Provider {
   SegmentView segment_slow(int rank, uint64_t segment);
   void forget_qp(uint32_t qpn);
   uint64_t rnr_timeout_ns() const { return rnr_timeout_ns_; }
+  // The emulated wire (LOOM_WIRE; an empty name when there is none) and each rank's node.
+  const WireSpec& wire() const { return wire_; }
+  int wire_node(int rank) const { return wire_.name.empty() ? 0 : wire_node_[static_cast<size_t>(rank)]; }
+  bool across_wire(int rank) const { return wire_node(rank) != wire_node(ctx_.rank); }
+  // Requests on the wire not yet completed (or dropped), for tests.
+  uint64_t wire_in_flight() const;
 
  private:
   struct LocalChunk {
@@ -118,6 +133,13 @@ class ShmProvider : public Provider {
   std::unique_ptr<std::atomic<ShmQp*>[]> qps_;
   std::atomic<uint32_t> next_qp_{1};
   uint64_t rnr_timeout_ns_ = 0;
+
+  void set_up_wire();
+  WireSpec wire_;
+  std::vector<int> wire_node_;
+  Mapping wire_links_;                  // a LinkClock per emulated node, shared by the job
+  std::unique_ptr<WireEngine> engine_;  // started with the first QP across the wire
+  cpu_set_t wire_cpus_;                 // where its thread runs: the process's CPUs at start-up
   friend class ShmCq;
 };
 

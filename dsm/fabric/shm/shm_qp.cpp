@@ -37,6 +37,7 @@ ShmQp::ShmQp(ShmProvider& p, uint32_t qpn, int peer, ShmCq& scq, ShmCq& rcq, con
 }
 
 ShmQp::~ShmQp() {
+  if (wire_ != nullptr) wire_->forget(this, wire_posted_);  // first: the engine may be inside this QP
   p_.forget_qp(qpn_);
   scq_.reserved_send.fetch_sub(caps_.max_send_wr);
   rcq_.reserved_recv.fetch_sub(caps_.max_recv_wr);
@@ -85,6 +86,10 @@ bool ShmQp::take_recv(RqEntry* out, Status* why) {
       *out = peer_rq_entries_[h & (peer_rq_cap_ - 1)];
       peer_rq_->head.store(h + 1, std::memory_order_release);
       return true;
+    }
+    if (wire_ != nullptr) {  // the wire's engine tries again later, not holding other QPs back
+      *why = Status::ReceiverNotReady;
+      return false;
     }
     if (t_post_wait_hook.fn != nullptr) t_post_wait_hook.fn(t_post_wait_hook.arg);
     if (backoff.should_sleep()) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "loom/dsm/fabric/shm/shm_cq.hpp"
+#include "loom/dsm/fabric/shm/wire_engine.hpp"
 
 namespace loom::fabric::shm {
 
@@ -34,6 +35,8 @@ class ShmQp : public QueuePair {
   [[gnu::always_inline]] PostResult fast_write(uint64_t addr, uint32_t len, uint32_t lkey, uint64_t remote_addr,
                                                uint32_t rkey, bool inline_data, const SendWr* wr);
   PostResult post_general(const SendWr& wr);
+  // The general path's requests between emulated nodes: queued on the wire.
+  PostResult post_wired(const SendWr& wr, const uint8_t* inline_src);
   // A request carried out by another engine (the shm+verbs provider's device atomics): checked,
   // given its send-queue entry and reported (completion, error state) as post_general does its
   // own, with `execute` in place of carrying it out here.
@@ -51,13 +54,28 @@ class ShmQp : public QueuePair {
   // An inline WRITE is copied from the caller's buffer without the local key check.
   bool inline_helps() const override { return true; }
   uint8_t* remote_pointer(uint64_t remote_addr, uint32_t rkey, uint64_t len, uint32_t access) override {
-    if (state() != QpState::Ready) return nullptr;
+    // Between emulated nodes nothing reaches the peer's memory but requests on the wire.
+    if (state() != QpState::Ready || wire_ != nullptr) return nullptr;
     // A view of its own: this is no post, so on a single-thread QP it may come from any thread
     // and must not touch the poster's remembered views.
     KeyView v;
     if (!view_key(peer_keys_, peer_, rkey, v) || !allows(v, remote_addr, len, access)) return nullptr;
     return v.mapped + (remote_addr - v.base);
   }
+
+  // Puts this QP on an emulated wire (shm_qp_wire.cpp): from then on every request goes through
+  // `engine`, timed by `spec` over this node's link and the peer node's. Before connect().
+  struct WireAttachment {
+    WireEngine* engine;
+    const WireSpec* spec;
+    LinkClock* src;
+    LinkClock* dst;
+  };
+  void attach_wire(const WireAttachment& w);
+  // Called by the engine's thread: carries the request out (false: the peer has no receive
+  // posted yet; `op.at.effect` then says when to try again) and reports its completion.
+  bool wire_effect(WireOp& op, uint64_t now);
+  void wire_complete(const WireOp& op);
 
   void retire(uint64_t seq) {
     uint64_t cur = retired_.load(std::memory_order_relaxed);
@@ -78,6 +96,7 @@ class ShmQp : public QueuePair {
   template <bool kSingle>
   [[gnu::always_inline]] bool reserve(uint64_t* seq);
   bool reserve(uint64_t* seq) { return single_thread_ ? reserve<true>(seq) : reserve<false>(seq); }
+  [[gnu::noinline]] bool reserve_entry(uint64_t* seq);
   // Reports a request's completion (signaled, or failed); a failure moves the QP to Error.
   [[gnu::noinline]] void complete(const SendWr& wr, uint64_t seq, Status status, uint32_t byte_len,
                                   std::unique_lock<std::mutex>& g);
@@ -126,6 +145,13 @@ class ShmQp : public QueuePair {
   KeyView remote_view_;  // single-thread QPs only
   KeyView local_view_;
   std::atomic<QpState> state_{QpState::Init};
+  WireEngine* wire_ = nullptr;  // set before connect (an emulated wire to the peer's node)
+  const WireSpec* wire_spec_ = nullptr;
+  LinkClock* wire_src_ = nullptr;
+  LinkClock* wire_dst_ = nullptr;
+  std::unique_ptr<WireOp[]> wire_ops_;  // the ring of requests on the wire (attach_wire)
+  uint64_t wire_slots_ = 0;
+  uint64_t wire_posted_ = 0;  // requests handed to the engine (under the post lock, or one thread)
 
   std::mutex post_mu_;  // two-sided requests and (re)connection
   std::atomic<uint64_t> posted_{0};

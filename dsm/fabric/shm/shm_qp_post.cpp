@@ -2,6 +2,7 @@
 // call, no frame), the general path, and one function per opcode. One translation unit: what
 // is inlined here decides the cost of a small post (bench/README.md).
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstring>
@@ -12,6 +13,20 @@
 namespace loom::fabric::shm {
 
 namespace {
+// A result the fabric writes into the initiator's memory (a READ's data, an atomic's old value).
+// Requests in flight may name one word nobody reads (a sink), and with the emulated wire two
+// threads carry them out (the poster, and the wire's engine): an aligned word is stored
+// atomically, as a NIC's DMA writes race with nothing.
+inline void put_result(uint8_t* dst, const uint8_t* src, uint64_t len) {
+  if (len == 8 && reinterpret_cast<uintptr_t>(dst) % 8 == 0) {
+    uint64_t v;
+    std::memcpy(&v, src, 8);
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(dst)).store(v, std::memory_order_relaxed);
+  } else {
+    std::memcpy(dst, src, len);
+  }
+}
+
 // place() out of line, for the fast path's large WRITEs: its library call, inline, made the path
 // of every WRITE save registers and build a frame. Returns Ok so that the call is a jump.
 [[gnu::noinline]] PostResult place_large(uint8_t* dst, const uint8_t* src, uint64_t len) {
@@ -131,7 +146,7 @@ Status ShmQp::execute_read(const SendWr& wr, uint32_t& byte_len) {
   if (len != 0) {
     uint8_t* src = resolve(wr.rkey, wr.remote_addr, len, kRemoteRead, &why);
     if (src == nullptr) return why;
-    std::memcpy(dst, src, len);
+    put_result(dst, src, len);
   }
   byte_len = static_cast<uint32_t>(len);
   return Status::Success;
@@ -153,7 +168,7 @@ Status ShmQp::execute_atomic(const SendWr& wr, uint32_t& byte_len) {
     old = wr.compare_add;
     word.compare_exchange_strong(old, wr.swap, std::memory_order_seq_cst);
   }
-  std::memcpy(dst, &old, 8);
+  put_result(dst, reinterpret_cast<const uint8_t*>(&old), 8);
   byte_len = 8;
   return Status::Success;
 }
@@ -213,7 +228,7 @@ template <bool kSingle>
   KeyViews kv = views<kSingle>();
   // Inline data is copied straight from the caller's buffer: the WRITE is carried out before
   // the post returns, which is all "captured at post time" asks, and no local key is checked.
-  if (len == 0 || state_.load(std::memory_order_acquire) != QpState::Ready ||
+  if (len == 0 || state_.load(std::memory_order_acquire) != QpState::Ready || wire_ != nullptr ||
       !(inline_data ? len <= caps_.max_inline : cached(*kv.local, lkey, addr, len, 0)) ||
       !cached(*kv.remote, rkey, remote_addr, len, kRemoteWrite)) [[unlikely]] {
     if (wr != nullptr) return post_general(*wr);
@@ -269,6 +284,7 @@ PostResult ShmQp::post_general(const SendWr& wr) {
     }
   }
   if (state_.load(std::memory_order_acquire) == QpState::Init) return PostResult::NotConnected;
+  if (wire_ != nullptr) return post_wired(wr, inline_src);
   // Two-sided requests consume the peer's receive queue, which has one consumer: this QP.
   // Signaled requests reserve their entry and push their completion under the lock, so that
   // completions enter the CQ in WQE order, as on a NIC (the CQ then never holds more entries
@@ -300,5 +316,9 @@ PostResult ShmQp::post_foreign(const SendWr& wr, const std::function<Status(uint
   if (wr.signaled || status != Status::Success) complete(wr, seq, status, byte_len, g);
   return PostResult::Ok;
 }
+
+// reserve() for the files that cannot inline it (shm_qp_wire.cpp), last in this unit so that
+// nothing before it moves.
+bool ShmQp::reserve_entry(uint64_t* seq) { return reserve(seq); }
 
 }  // namespace loom::fabric::shm

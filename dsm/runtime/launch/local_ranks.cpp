@@ -116,6 +116,7 @@ bool LocalRanks::start() {
       }
       if (!o_.threads.empty()) setenv("LOOM_THREADS", o_.threads.c_str(), 1);
       if (!o_.provider.empty()) setenv("LOOM_PROVIDER", o_.provider.c_str(), 1);
+      if (o_.emulate_nodes > 0) setenv("LOOM_EMULATE_NODES", std::to_string(o_.emulate_nodes).c_str(), 1);
       signal(SIGPIPE, SIG_DFL);
       execvp(argv_[o_.program], argv_ + o_.program);
       std::fprintf(stderr, "loomrun: cannot execute %s: %s\n", argv_[o_.program], std::strerror(errno));

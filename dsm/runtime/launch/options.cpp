@@ -27,6 +27,8 @@ void usage() {
                "  --rendezvous H:P  where the nodes meet (TCP; node 0 listens on it)\n"
                "  --threads T     worker threads per process (sets LOOM_THREADS)\n"
                "  --provider P    fabric provider (sets LOOM_PROVIDER)\n"
+               "  --emulate-nodes K  split the ranks over K emulated nodes joined by the wire\n"
+               "                  LOOM_WIRE names (one host, shm; sets LOOM_EMULATE_NODES)\n"
                "  --timeout S     end the job with an error after S seconds\n"
                "  --no-prefix     do not prefix output lines with [rank]\n");
 }
@@ -146,6 +148,7 @@ Options parse_options(int argc, char** argv) {
       if (a == "-n" || a == "-np") o.n = parse_number(value("-n"), "-n", 1, 1024);
       else if (a == "--threads") o.threads = value("--threads");
       else if (a == "--provider") o.provider = value("--provider");
+      else if (a == "--emulate-nodes") o.emulate_nodes = parse_number(value("--emulate-nodes"), "--emulate-nodes", 1, 1024);
       else if (a == "--timeout") o.timeout_s = parse_timeout(value("--timeout"));
       else if (a == "--no-prefix") o.prefix = false;
       else if (a == "--hosts") o.hosts = parse_host_list(value("--hosts"));
@@ -190,6 +193,10 @@ Options parse_options(int argc, char** argv) {
     o.n = total;
   }
   if (o.n < 0) bad_usage("-n is required");
+  if (o.emulate_nodes > 0 && (rdv || !o.hosts.empty()))
+    bad_usage("--emulate-nodes emulates nodes on this host; the ranks of --hosts and the rendezvous form are on real ones");
+  if (o.emulate_nodes > o.n)
+    bad_usage("--emulate-nodes " + std::to_string(o.emulate_nodes) + " exceeds the " + std::to_string(o.n) + " ranks (-n)");
   if (i >= argc) bad_usage("no program to run");
   o.program = i;
   return o;

@@ -18,6 +18,7 @@ struct HostSlot {
 struct Options {
   int n = -1;                     // ranks (on this node, in the rendezvous form)
   std::string threads, provider;
+  int emulate_nodes = 0;          // 0: none (--emulate-nodes K sets LOOM_EMULATE_NODES)
   double timeout_s = 0;           // 0: none
   bool prefix = true;
   int program = 0;                // argv index of the program
