@@ -36,6 +36,7 @@ struct Scratch {
   static constexpr size_t kDirectory = 16384;  // a directory entry read (DirEntry::read_bytes)
   static constexpr size_t kWtsRing = 32768;    // 64 write timestamps in flight, 8 bytes each
   static constexpr size_t kWtsSlots = 64;
+  static constexpr size_t kBatchCas = 40960;   // results of a batch of CASes (leases, entry locks), 8 bytes each
   static constexpr size_t kBlock = 65536;      // staging for one block
   static constexpr size_t kBytes = kBlock + kMaxBlock;
 
@@ -45,7 +46,8 @@ struct Scratch {
 };
 static_assert(Scratch::kOneByte + 1 <= Scratch::kNoticesOut);
 static_assert(Scratch::kDirectory + 16 + Scratch::kMaxSharerBytes <= Scratch::kWtsRing);
-static_assert(Scratch::kWtsRing + 8 * Scratch::kWtsSlots <= Scratch::kBlock);
+static_assert(Scratch::kWtsRing + 8 * Scratch::kWtsSlots <= Scratch::kBatchCas);
+static_assert(Scratch::kBatchCas + 8 * 64 <= Scratch::kBlock);
 
 class Lane {
  public:

@@ -3,9 +3,11 @@
 // that still holds the version aimed at: an expired lease), then every entry in another, which
 // validates each block as fetch() validates one. A block that does not
 // validate at once (entry locked, exclusive or moved on, or a lease that moved while we
-// extended it) stays invalid, and the caller's fetch() takes it as before. The cost is two
-// round trips per batch instead of one or two per block.
+// extended it) stays invalid, and the caller's fetch() takes it as before. Leases too short are
+// extended by a third batch, of CASes. The cost is two or three round trips per batch instead of
+// two or three per block.
 #include <algorithm>
+#include <optional>
 
 #include "loom/coherence/space_impl.hpp"
 
@@ -54,12 +56,45 @@ void Space::Impl::aim_unknown(Lane& l, RegionState& rs, std::vector<Prefetch>& b
   }
 }
 
+// The batch's validated blocks whose leases are too short get longer ones, by CASes in one
+// pipelined batch (each CAS names the entry word its block validated against). A CAS that
+// misses (a release or another reader moved the entry) leaves its block to fetch().
+void Space::Impl::extend_leases(Lane& l, RegionState& rs, std::vector<Prefetch>& batch, std::vector<DirView>& views) {
+  static_assert(kMaxPrefetch * 8 <= Scratch::kBlock - Scratch::kBatchCas);
+  std::vector<std::optional<DirWord>> want(batch.size());
+  bool any = false;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!batch[i].ok) continue;
+    const size_t b = batch[i].m->block;
+    want[i] = longer_lease(rs, b, views[i], views[i].wts);
+    if (!want[i]) continue;
+    const int mgr = rs.r->manager(b);
+    l.post(mgr, fabric::Opcode::CompareSwap, Scratch::kBatchCas + 8 * i, 8, rs.dir_addr(mgr, b), rs.rkey(mgr), views[i].word0.raw, want[i]->raw);
+    any = true;
+  }
+  if (!any) return;
+  l.wait();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!want[i]) continue;
+    if (l.word(Scratch::kBatchCas + 8 * i) == views[i].word0.raw) views[i].word0 = *want[i];
+    else batch[i].ok = false;
+  }
+}
+
+// A block whose entry names another version than the one aimed at (a notice older than the
+// entry, or a release since) aims at the entry's version in the next round, as fetch() would.
 void Space::Impl::prefetch_batch(Lane& l, RegionState& rs, std::vector<Prefetch>& batch) {
   aim_unknown(l, rs, batch);
+  for (int round = 1; prefetch_round(l, rs, batch) && round < kPrefetchRounds; ++round) {
+  }
+}
+
+// One round: the data, then (after every data READ completed) the entries that validate it.
+// Directory policy: the sharer bytes go first, on the entries' queue pairs (a releaser that
+// locks an entry after our validating read sees us and invalidates our copy). True when some
+// block is to be tried again, aimed at what its entry said.
+bool Space::Impl::prefetch_round(Lane& l, RegionState& rs, std::vector<Prefetch>& batch) {
   const size_t bs = rs.r->block_size(), entry = entry_slot();
-  // The data, then (after every data READ completed) the entries that validate it. Directory
-  // policy: the sharer bytes go first, on the entries' queue pairs (a releaser that locks an
-  // entry after our validating read sees us and invalidates our copy).
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!batch[i].ok) continue;
     const size_t b = batch[i].m->block;
@@ -75,12 +110,37 @@ void Space::Impl::prefetch_batch(Lane& l, RegionState& rs, std::vector<Prefetch>
     l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory + i * entry, dir_read_bytes(), rs.dir_addr(mgr, b), rs.rkey(mgr));
   }
   l.wait();
+  std::vector<DirView> views(batch.size());
+  std::vector<bool> again(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!batch[i].ok) continue;
+    const DirView& d = views[i] = dir_view(l, rs, batch[i].m->block, Scratch::kDirectory + i * entry);
+    if (names_version(d, batch[i].home, batch[i].wts)) continue;
+    batch[i].ok = false;  // locked, exclusive or atomic: fetch() takes it
+    again[i] = !d.word0.locked() && !d.word0.exclusive() && !d.word0.atomic();
+  }
+  if (!dir_mode) extend_leases(l, rs, batch, views);
+  install_prefetched(l, rs, batch, views);
+  bool any = false;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!again[i]) continue;
+    Prefetch& p = batch[i];
+    p.home = fixed_home ? rs.r->manager(p.m->block) : views[i].word0.home();
+    p.wts = views[i].wts;
+    p.have = p.m->data_wts == p.wts;
+    p.ok = any = true;
+  }
+  return any;
+}
+
+// The validated blocks of a round become Clean copies (and leave the batch).
+void Space::Impl::install_prefetched(Lane& l, RegionState& rs, std::vector<Prefetch>& batch, const std::vector<DirView>& views) {
+  const size_t bs = rs.r->block_size();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!batch[i].ok) continue;
+    batch[i].ok = false;
     BlockMeta& m = *batch[i].m;
-    DirView d = dir_view(l, rs, m.block, Scratch::kDirectory + i * entry);
-    const bool same = names_version(d, batch[i].home, batch[i].wts);
-    if (!same || (!dir_mode && !extend_lease(l, rs, m.block, d, d.wts))) continue;  // fetch() takes it
+    const DirView& d = views[i];
     if (batch[i].have) {
       st_reval.fetch_add(1, std::memory_order_relaxed);
     } else {

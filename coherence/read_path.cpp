@@ -50,14 +50,21 @@ void Space::Impl::post_join_sharers(Lane& l, RegionState& rs, size_t b) {
 // Logical lease: the copy must stay valid at least until our acquire time plus a lease. Returns
 // false when the entry changed under us (validate again; the data may still be good).
 bool Space::Impl::extend_lease(Lane& l, RegionState& rs, size_t b, DirView& d, uint64_t wts) {
-  const uint64_t want = std::max(wts, lease_floor(rs, b)) + lease;
-  if (d.word0.rts() >= want - lease / 2) return true;
+  const std::optional<DirWord> nw = longer_lease(rs, b, d, wts);
+  if (!nw) return true;
   const int mgr = rs.r->manager(b);
-  DirWord nw = d.word0.with_rts(want);
-  uint64_t old = l.cas(mgr, rs.dir_addr(mgr, b), rs.rkey(mgr), d.word0.raw, nw.raw);
+  uint64_t old = l.cas(mgr, rs.dir_addr(mgr, b), rs.rkey(mgr), d.word0.raw, nw->raw);
   if (old != d.word0.raw) return false;
-  d.word0 = nw;
+  d.word0 = *nw;
   return true;
+}
+
+// The entry word with the lease a copy of version wts needs, or nothing when the entry's lease
+// is long enough already (at least half a lease past what we want).
+std::optional<DirWord> Space::Impl::longer_lease(const RegionState& rs, size_t b, const DirView& d, uint64_t wts) {
+  const uint64_t want = std::max(wts, lease_floor(rs, b)) + lease;
+  if (d.word0.rts() >= want - lease / 2) return std::nullopt;
+  return d.word0.with_rts(want);
 }
 
 // The directory entry alone (no data): what to aim at when the version is unknown. False while

@@ -165,7 +165,8 @@ DirWord Space::Impl::next_word0(DirWord old, uint64_t wts_new, Publication how, 
 
 // Publishes this process's writes to a dirty block (or an exclusive block's contents, for a
 // downgrade). Returns true when the block was claimed exclusively.
-bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool protected_already, Publication how) {
+bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool protected_already, Publication how,
+                                const EntryLock* ahead) {
   const size_t b = m.block;
   const int mgr = rs.r->manager(b);
   {
@@ -174,8 +175,8 @@ bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool pro
   }
   // Writers of this process fault (and wait for the block's mutex) from here on.
   if (!protected_already) rs.r->protect(b, 1, region::Protection::Read);
-  bool unchanged = false;
-  const DirWord old = lock_entry(l, rs, m, unchanged, how != Publication::Downgrade);
+  bool unchanged = ahead != nullptr && ahead->unchanged;
+  const DirWord old = ahead != nullptr ? ahead->old : lock_entry(l, rs, m, unchanged, how != Publication::Downgrade);
   // An exclusive block's entry is its owner's alone: the downgrade's CAS cannot miss.
   if (how == Publication::Downgrade && !unchanged) fail("dsm: exclusive block ", b, " changed under its owner (corrupt)");
   if (!unchanged && how != Publication::Downgrade && only_lease_moved(l, rs, m, old)) unchanged = true;
@@ -265,20 +266,37 @@ void Space::Impl::release_locked() {
   stop_writers(v);
   LaneGuard lane(lanes);
   judge_claims(v);
-  for (BlockMeta* m : v) {
-    // A run of claims holds its blocks' mutexes until it is flushed: at most kMaxClaimRun of them
-    // (ThreadSanitizer tracks 64 held locks per thread; a run this long already saves most of
-    // the page-table changes).
-    if (!claims.empty() && (claims.back().m->region_slot != m->region_slot || claims.back().m->block + 1 != m->block ||
-                            claims.size() >= kMaxClaimRun))
-      flush_claims(*lane);
-    RegionState* rs = regions[m->region_slot].load(std::memory_order_acquire);
-    const Publication how = rs->claims_now ? Publication::MayClaim : Publication::Release;
-    std::unique_lock<std::mutex> g(m->mu);
-    if (m->state == State::Dirty && release_block(*lane, *rs, *m, true, how)) claims.push_back(Claim{m, std::move(g)});
-  }
+  for (size_t w = 0; w < v.size(); w += kMaxPrefetch)
+    release_window(*lane, std::span<BlockMeta* const>(v).subspan(w, std::min(kMaxPrefetch, v.size() - w)));
   flush_claims(*lane);
   lane->wait();  // every entry unlocked: the release is complete
+}
+
+// A window of the release's blocks: the entries locked ahead are released first, then the
+// others, each locked on its own (lock_ahead.cpp says why in that order).
+void Space::Impl::release_window(Lane& l, std::span<BlockMeta* const> win) {
+  const std::vector<EntryLock> ahead = lock_ahead(l, win);
+  for (size_t i = 0; i < win.size(); ++i)
+    if (ahead[i].held) release_one(l, win[i], &ahead[i]);
+  for (size_t i = 0; i < win.size(); ++i)
+    if (!ahead[i].held) release_one(l, win[i], nullptr);
+}
+
+void Space::Impl::release_one(Lane& l, BlockMeta* m, const EntryLock* ahead) {
+  // A run of claims holds its blocks' mutexes until it is flushed: at most kMaxClaimRun of them
+  // (ThreadSanitizer tracks 64 held locks per thread; a run this long already saves most of the
+  // page-table changes).
+  if (!claims.empty() && (claims.back().m->region_slot != m->region_slot || claims.back().m->block + 1 != m->block ||
+                          claims.size() >= kMaxClaimRun))
+    flush_claims(l);
+  RegionState* rs = regions[m->region_slot].load(std::memory_order_acquire);
+  const Publication how = rs->claims_now ? Publication::MayClaim : Publication::Release;
+  std::unique_lock<std::mutex> g(m->mu);
+  if (m->state != State::Dirty) {
+    if (ahead != nullptr) unlock_ahead(l, *rs, m->block, ahead->old);
+    return;
+  }
+  if (release_block(l, *rs, *m, true, how, ahead)) claims.push_back(Claim{m, std::move(g)});
 }
 
 void Space::Impl::release() {

@@ -143,6 +143,7 @@ struct Space::Impl {
     return !d.word0.locked() && !d.word0.exclusive() && !d.word0.atomic() && d.word0.home() == home && d.wts == wts;
   }
   bool extend_lease(Lane& l, RegionState& rs, size_t b, DirView& d, uint64_t wts);
+  std::optional<DirWord> longer_lease(const RegionState& rs, size_t b, const DirView& d, uint64_t wts);
   DirView dir_view(Lane& l, const RegionState& rs, size_t b, size_t off = Scratch::kDirectory);
   bool take_copy(RegionState& rs, BlockMeta& m, const DirView& d, uint64_t wts);
   // Pipelined misses of an explicit access to many blocks (prefetch.cpp).
@@ -154,9 +155,13 @@ struct Space::Impl {
     bool have = false;  // the private copy holds version wts: the entry alone confirms it
   };
   static constexpr size_t kMaxPrefetch = 32;  // block mutexes held at once (TSan tracks at most 64 per thread)
+  static constexpr int kPrefetchRounds = 2;    // a batch's rounds of reads (prefetch.cpp)
   void prefetch(Lane& l, RegionState& rs, size_t begin, size_t end);
   void prefetch_batch(Lane& l, RegionState& rs, std::vector<Prefetch>& batch);
+  bool prefetch_round(Lane& l, RegionState& rs, std::vector<Prefetch>& batch);
+  void install_prefetched(Lane& l, RegionState& rs, std::vector<Prefetch>& batch, const std::vector<DirView>& views);
   void aim_unknown(Lane& l, RegionState& rs, std::vector<Prefetch>& batch);
+  void extend_leases(Lane& l, RegionState& rs, std::vector<Prefetch>& batch, std::vector<DirView>& views);
   void make_dirty(RegionState& rs, BlockMeta& m);
   void twin_block(RegionState& rs, BlockMeta& m);  // the twin and state Dirty; not yet listed or open
   void open_run(RegionState& rs, std::vector<std::unique_lock<std::mutex>>& held, size_t first);
@@ -176,8 +181,20 @@ struct Space::Impl {
   size_t entry_slot() const { return DirEntry::stride(dir_mode, n); }
 
   // ---- release path (release_path.cpp) ----
+  // An entry a release locked ahead (lock_ahead.cpp): `old` is its word before the lock;
+  // `unchanged` as lock_entry says it.
+  struct EntryLock {
+    bool held = false;
+    bool unchanged = false;
+    DirWord old;
+  };
   bool release_block(Lane& l, RegionState& rs, BlockMeta& m, bool protected_already = false,
-                     Publication how = Publication::Release);
+                     Publication how = Publication::Release, const EntryLock* ahead = nullptr);
+  std::vector<EntryLock> lock_ahead(Lane& l, std::span<BlockMeta* const> win);
+  bool post_lock_round(Lane& l, std::span<BlockMeta* const> win, std::vector<EntryLock>& got, std::vector<DirWord>& guess);
+  void unlock_ahead(Lane& l, RegionState& rs, size_t b, DirWord old);
+  void release_window(Lane& l, std::span<BlockMeta* const> win);
+  void release_one(Lane& l, BlockMeta* m, const EntryLock* ahead);
   DirWord lock_entry(Lane& l, RegionState& rs, BlockMeta& m, bool& unchanged, bool may_flush_claims);
   bool only_lease_moved(Lane& l, RegionState& rs, BlockMeta& m, DirWord old);
   DirWord next_word0(DirWord old, uint64_t wts_new, Publication how, int mgr) const;

@@ -373,4 +373,28 @@ TEST_P(Coherence, StoresRacingAnotherThreadsReleaseArePublished) {
   s.destroy_region(r);
 }
 
+// Every process writes its own word of each of many blocks (more than a release locks ahead at
+// once) and all release together, in opposite block orders: their lock rounds contend for the
+// same entries, and each release's later windows find entries others hold.
+TEST_P(Coherence, ManyBlocksWrittenByEveryProcessMergeInConcurrentReleases) {
+  Space& s = space();
+  constexpr size_t kBlocks = 100, kWordsPerBlock = 4096 / 8;
+  auto& r = s.create_region(4 * kBlocks * 4096);  // the collective arena is half of it
+  auto* words = r.new_array<uint64_t>(kBlocks * kWordsPerBlock);
+  s.barrier();
+  for (uint64_t round = 1; round <= 6; ++round) {
+    for (size_t k = 0; k < kBlocks; ++k) {
+      const size_t b = me() % 2 == 0 ? k : kBlocks - 1 - k;
+      words[b * kWordsPerBlock + static_cast<size_t>(me())] = round << 32 | (b << 8) | static_cast<uint64_t>(me());
+    }
+    s.barrier();
+    for (size_t b = 0; b < kBlocks; ++b)
+      for (int p = 0; p < np(); ++p)
+        ASSERT_EQ(words[b * kWordsPerBlock + static_cast<size_t>(p)], round << 32 | (b << 8) | static_cast<uint64_t>(p))
+            << "round " << round << " block " << b << " writer " << p;
+    s.barrier();
+  }
+  s.destroy_region(r);
+}
+
 LOOM_FOR_EACH_POLICY(Coherence);
