@@ -114,6 +114,24 @@ inline void write_csv(const std::string& path, const std::vector<Row>& rows) {
   std::printf("wrote %s\n", path.c_str());
 }
 
+// Under an emulated wire (LOOM_WIRE, loomrun --emulate-nodes K), the suffix the variants of the
+// rows that crossed it carry: "@<wire>-nodes<K>" (K: one node a rank when unset); "" without one.
+// Rows of a plain loop or OpenMP, which no wire touches, keep their names.
+// The wire a benchmark runs on, as variants name it ("" without LOOM_WIRE): a preset's name, or
+// a custom wire's figures with ':' for ',' (a CSV field holds no comma): "2:10:20".
+inline std::string wire_name() {
+  const char* w = std::getenv("LOOM_WIRE");
+  std::string s = w == nullptr ? "" : w;
+  std::replace(s.begin(), s.end(), ',', ':');
+  return s;
+}
+inline std::string wire_suffix(int ranks) {
+  const std::string w = wire_name();
+  if (w.empty()) return "";
+  const char* k = std::getenv("LOOM_EMULATE_NODES");
+  return "@" + w + "-nodes" + (k != nullptr && *k != '\0' ? std::string(k) : std::to_string(ranks));
+}
+
 inline double load_average() {
   double l[3] = {0, 0, 0};
   getloadavg(l, 3);

@@ -443,7 +443,7 @@ void calibrate_wire(Runtime& rt, Fixture& fx, const fabric::shm::WireSpec& w, bo
   using fabric::shm::LinkClock;
   LinkClock a, b;
   const auto model = fabric::shm::wire_schedule(w, fabric::Opcode::Read, 8, 0, a, b);
-  const double busy8 = std::max(8 / w.bytes_per_ns, w.message_gap_ns), busy4k = std::max(4096 / w.bytes_per_ns, w.message_gap_ns);
+  const auto busy8 = static_cast<double>(fabric::shm::wire_busy_ns(w, 8)), busy4k = static_cast<double>(fabric::shm::wire_busy_ns(w, 4096));
   memory::CircularAllocator units8(rt.allocator(), 8, 64, 4096), units4k(rt.allocator(), 4096, 64, 4096);
   auto& qp = fx.manual_st->qp(1);
   auto& cq = *fx.manual_st->send_cqs[1];

@@ -230,6 +230,14 @@ int main(int argc, char** argv) {
     const double mid1 = value_of(rows, "local-np1-t1", "rollouts_per_s_mid");
     for (Row& r : rows)
       if (r.metric == "speedup_mid") r.value = mid1 > 0 ? value_of(rows, r.variant, "rollouts_per_s_mid") / mid1 : 0;
+    // Under an emulated wire, the rows of the distributed trees name it; one process's tree
+    // (local-np1-*) crosses no wire and keeps its name.
+    if (const std::string w = wire_suffix(np); !w.empty()) {
+      for (Row& r : rows)
+        if (r.variant.rfind("local-np1", 0) != 0) r.variant += w;
+      for (std::string& v : variants)
+        if (v.rfind("local-np1", 0) != 0) v += w;
+    }
     std::printf("MCTS for Hex %dx%d, K=%u, %.2f s per search, %d processes x %d threads\n", a.flags.board, a.flags.board, a.flags.search.playouts,
                 a.flags.budget.seconds, np, threads);
     print_table(rows, variants);

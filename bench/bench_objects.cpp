@@ -204,6 +204,9 @@ int main(int argc, char** argv) {
   if (rt.rank() == 0) {
     report_targets(rows, co.batch);
     std::printf("load average: %.2f\n", load_average());
+    // Under an emulated wire every row crossed it (rank 0 against the others): each names it.
+    const std::string w = wire_suffix(rt.size());
+    for (Row& r : rows) r.variant += w;
     if (!args.csv.empty()) write_csv(args.csv, rows);
   }
   rt.barrier();

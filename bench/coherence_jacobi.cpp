@@ -203,7 +203,7 @@ void report(Runtime& rt, size_t n, const Figures& f, std::vector<Row>& rows) {
   for (int k = 0; k < kNumPolicies; ++k) {
     const double s = median(f.dsm[static_cast<size_t>(k)]);
     const auto& st = f.stats[static_cast<size_t>(k)];
-    const std::string v = prefix + kPolicies[k];
+    const std::string v = prefix + kPolicies[k] + wire_suffix(np);
     std::printf("%-24s %9.4f %8.2f %8.2f %9llu %9llu %9llu %9llu %9llu\n", v.c_str(), s, s / plain, s / omp2,
                 static_cast<unsigned long long>(st.faults), static_cast<unsigned long long>(st.twins),
                 static_cast<unsigned long long>(st.revalidations), static_cast<unsigned long long>(st.read_misses),

@@ -257,6 +257,9 @@ void model_pick_row(const objects::Components& c, std::vector<Row>& rows) {
       const Policy pick = objects::cheapest(c, op, l, objects::kFixedPolicies);
       ++cells;
       if (us[variant(op, pick, l)] <= 1.1 * best) ++good;
+      const std::string cell = "model-pick/" + std::string(objects::name(op)) + "/" + std::string(objects::name(l));
+      rows.push_back({cell, 1, "pick_over_best", us[variant(op, pick, l)] / best, "x"});
+      rows.push_back({cell + "/" + std::string(objects::name(pick)), 1, "picked", 1, ""});
       std::printf("%-24s model picks %-9s measured best %.3f us, the pick %.3f us\n", (std::string(objects::name(op)) + "/" + std::string(objects::name(l))).c_str(),
                   std::string(objects::name(pick)).c_str(), best, us[variant(op, pick, l)]);
     }

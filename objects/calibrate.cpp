@@ -1,5 +1,6 @@
-// The cost model's components, measured (docs/objects.md, "Cost model"): rank 0 against rank 1
-// while the others run their calls in the Context's barrier; the contended CAS with everyone.
+// The cost model's components, measured (docs/objects.md, "Cost model"): rank 0 against its peer
+// (rank 1, or the first rank across a wire) while the others run their calls in the Context's
+// barrier; the contended CAS with everyone.
 #include "loom/objects/calibrate.hpp"
 
 #include <algorithm>
@@ -32,7 +33,15 @@ double us_per(int n, F&& f) {
   return t[2];
 }
 
-int other_of(Context& ctx) { return ctx.size() > 1 ? 1 : 0; }
+// Rank 0's peer: the first rank it reaches over another transport than its own memory's (across
+// a wire or a network: the components a container spread over nodes pays), else rank 1. Rank 0
+// alone asks (the transports are as rank 0 sees them).
+int other_of(Context& ctx) {
+  const fabric::Provider& p = ctx.runtime().provider();
+  for (int r = 1; r < ctx.size(); ++r)
+    if (p.transport(r) != p.transport(0)) return r;
+  return ctx.size() > 1 ? 1 : 0;
+}
 
 // A container part's size of buckets (1 MiB or more; 24-byte slots as a HashMap<uint64_t,
 // uint64_t>'s), visited in a scattered order one per group of eight (three lines), each group's
@@ -295,9 +304,19 @@ void region_components(Context& ctx, int n, Components& c) {
 
 }  // namespace
 
+std::string fabric_label(Runtime& rt) {
+  const fabric::Provider& p = rt.provider();
+  const std::string name = p.info().name;
+  for (int r = 0; r < rt.size(); ++r) {
+    const std::string t = r == rt.rank() ? "shm" : p.transport(r);
+    if (t != "shm" && t != name) return name + "+" + t;
+  }
+  return name;
+}
+
 Components measure_components(Context& ctx, int iters) {
   Components c;
-  c.provider = ctx.runtime().provider().info().name;
+  c.provider = fabric_label(ctx.runtime());
   c.processes = ctx.size();
   ctx.process_barrier();
   if (ctx.rank() == 0) {

@@ -7,8 +7,14 @@
 
 namespace loom::objects {
 
-// Collective. Rank 0 measures against rank 1 (itself when alone) while the others run their
-// calls; every process returns rank 0's figures. `iters` operations per component.
+// Collective. Rank 0 measures against rank 1 (itself when alone; the first rank across an
+// emulated wire or a network if there is one) while the others run their calls; every process
+// returns rank 0's figures. `iters` operations per component.
 Components measure_components(Context& ctx, int iters);
+
+// The fabric a calibration is for, the same on every rank of a job: the provider's name, with
+// the transport between nodes when there is one ("shm+wire:ib-edr", "hybrid+verbs"). A
+// calibration file is used only by jobs with the same label.
+std::string fabric_label(Runtime& rt);
 
 }  // namespace loom::objects

@@ -89,7 +89,7 @@ const Components& Context::components() {
   if (std::filesystem::exists(path)) {
     try {
       Components c = Components::load(path);
-      usable = c.provider == rt_.provider().info().name;
+      usable = c.provider == fabric_label(rt_);
       if (usable) components_ = c;
     } catch (const std::exception& e) {
       log::warn("objects: ", e.what(), "; measuring the components instead");

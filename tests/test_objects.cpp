@@ -6,12 +6,16 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <numeric>
 #include <optional>
+#include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "loom/dsm/common/error.hpp"
+#include "loom/objects/calibrate.hpp"
 #include "loom/objects/distributed_array.hpp"
 #include "loom/objects/endpoint.hpp"
 #include "tests/mp_test.hpp"
@@ -27,6 +31,20 @@ namespace {
 class Objects : public loom::test::WithEndpoint {};
 
 // Every process owns one slot per process; each writes its slot at every rank and reads back.
+// A calibration names the transport between nodes, so that a file measured on shared memory is
+// not used across an emulated wire, nor one of a wire on another wire or without one.
+TEST(ObjectsCalibration, TheLabelNamesTheWireBetweenNodes) {
+  const char* wire = std::getenv("LOOM_WIRE");
+  const char* nodes = std::getenv("LOOM_EMULATE_NODES");
+  const bool across = wire != nullptr && *wire != '\0' && rt().size() > 1 && (nodes == nullptr || std::string(nodes) != "1");
+  const std::string label = loom::objects::fabric_label(rt());
+  if (across) EXPECT_EQ(label, "shm+wire:" + std::string(wire));
+  else EXPECT_EQ(label, rt().provider().info().name);
+  // The same on every rank (Context::components compares it on each).
+  const auto all = rt().bootstrap().allgather(std::as_bytes(std::span(label.data(), label.size())));
+  for (const auto& a : all) EXPECT_EQ(std::string(reinterpret_cast<const char*>(a.data()), a.size()), label);
+}
+
 TEST_F(Objects, PutsAndGetsReachEveryRank) {
   DistributedArray<uint64_t> a(ep(), static_cast<size_t>(np() * np()));
   for (int r = 0; r < np(); ++r) ep().rput(a.ptr(static_cast<size_t>(r * np() + me())), uint64_t{1000} * r + me());

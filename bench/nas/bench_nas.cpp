@@ -1,7 +1,10 @@
 // bench_nas: the NAS kernels on Loom beside their OpenMP build, in one run (docs/nas.md).
 //   bench_nas [--quick] [--classes S,W,A] [--kernels ep,cg,is,mg,ft] [--np 1,2]
 //             [--policies floating-ts,...] [--loom-threads 1] [--omp-threads 1,2] [--reps N]
-//             [--csv FILE]
+//             [--emulate-nodes 2,4] [--csv FILE]
+// Under LOOM_WIRE (docs/wire.md) the Loom variants run over the emulated wire, split over each
+// of --emulate-nodes' node counts (default: a node per rank), and their names gain
+// "@<wire>-nodes<K>"; the OpenMP variants are as without it.
 // For each kernel and class, every variant (omp-t<T>, loom-<policy>-np<P>-t<T>) runs as its own
 // program (nas_omp; nas_loom under loomrun), the variants interleaved in a balanced order, each
 // repeated. Rows: variant, size (<kernel>.<class>), metric (seconds, mops, verified, and the
@@ -31,6 +34,7 @@ struct Options {
   std::vector<std::string> policies = {"floating-ts", "floating-dir", "fixed-ts", "fixed-dir"};
   std::vector<int> loom_threads = {1};
   std::vector<int> omp_threads = {1, 2};
+  std::vector<int> emulate_nodes;  // under LOOM_WIRE; empty: a node per rank
   int reps = 3;
   std::string csv;
 };
@@ -68,9 +72,12 @@ Options parse(int argc, char** argv) {
     else if (a == "--loom-threads") o.loom_threads = split_ints(value(), 1, 64);
     else if (a == "--omp-threads") o.omp_threads = split_ints(value(), 1, 256);
     else if (a == "--reps") o.reps = split_ints(value(), 1, 1000).front();
+    else if (a == "--emulate-nodes") o.emulate_nodes = split_ints(value(), 1, 64);
     else if (a == "--csv") o.csv = value();
     else throw std::invalid_argument("unknown option '" + a + "'");
   }
+  if (!o.emulate_nodes.empty() && loom::bench::wire_name().empty())
+    throw std::invalid_argument("--emulate-nodes needs an emulated wire: set LOOM_WIRE (docs/wire.md)");
   for (const std::string& c : o.classes)
     if (c != "S" && c != "W" && c != "A" && c != "B") throw std::invalid_argument("no class '" + c + "'");
   for (const std::string& k : o.kernels)
@@ -89,13 +96,18 @@ struct Variant {
 std::vector<Variant> variants(const Options& o, const std::string& dir) {
   std::vector<Variant> v;
   for (int t : o.omp_threads) v.push_back({"omp-t" + std::to_string(t), dir + "/nas_omp {} --threads " + std::to_string(t), false});
+  const std::string wire = loom::bench::wire_name();
   for (int np : o.np)
-    for (int t : o.loom_threads)
-      for (const std::string& p : o.policies)
-        v.push_back({"loom-" + p + "-np" + std::to_string(np) + "-t" + std::to_string(t),
-                     dir + "/../../loomrun --no-prefix --timeout 1200 -n " + std::to_string(np) + " --threads " + std::to_string(t) + " " + dir +
-                         "/nas_loom {} --policy " + p,
-                     true});
+    for (int nodes : o.emulate_nodes.empty() ? std::vector<int>{np} : o.emulate_nodes) {
+      if (nodes > np) continue;
+      const std::string suffix = wire.empty() ? "" : "@" + wire + "-nodes" + std::to_string(nodes);
+      const std::string launch = dir + "/../../loomrun --no-prefix --timeout 1200 -n " + std::to_string(np) +
+                                 (wire.empty() ? "" : " --emulate-nodes " + std::to_string(nodes));
+      for (int t : o.loom_threads)
+        for (const std::string& p : o.policies)
+          v.push_back({"loom-" + p + "-np" + std::to_string(np) + "-t" + std::to_string(t) + suffix,
+                       launch + " --threads " + std::to_string(t) + " " + dir + "/nas_loom {} --policy " + p, true});
+    }
   return v;
 }
 
@@ -176,7 +188,7 @@ int main(int argc, char** argv) {
     csv << "variant,size,metric,value,unit,load\n";
   }
   bool all_verified = true;
-  std::printf("%-10s %-28s %10s %10s %8s %8s %6s %6s\n", "problem", "variant", "seconds", "Mop/s", "/omp-t1", "/omp-t2", "ok", "load");
+  std::printf("%-10s %-40s %10s %10s %8s %8s %6s %6s\n", "problem", "variant", "seconds", "Mop/s", "/omp-t1", "/omp-t2", "ok", "load");
   for (const std::string& k : o.kernels)
     for (const std::string& c : o.classes) {
       const std::string problem = k + " " + c, size = k + "." + c;
@@ -203,7 +215,7 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < vs.size(); ++i) {
         const double s = medians[i]["seconds"];
         auto ratio = [&](const char* b) { return base.count(b) && s > 0 ? base[b] / s : 0.0; };
-        std::printf("%-10s %-28s %10.4f %10.1f %8.2f %8.2f %6s %6.1f\n", size.c_str(), vs[i].name.c_str(), s, medians[i]["mops"], ratio("omp-t1"),
+        std::printf("%-10s %-40s %10.4f %10.1f %8.2f %8.2f %6s %6.1f\n", size.c_str(), vs[i].name.c_str(), s, medians[i]["mops"], ratio("omp-t1"),
                     ratio("omp-t2"), ok[i] ? "yes" : "NO", loads[i]);
         if (!csv.is_open()) continue;
         csv << vs[i].name << ',' << size << ",verified," << (ok[i] ? 1 : 0) << ",bool," << loads[i] << '\n';

@@ -76,11 +76,13 @@ uint64_t take_link(std::atomic<uint64_t>& free_at, uint64_t from, uint64_t busy)
   return start;
 }
 
+uint64_t wire_busy_ns(const WireSpec& w, uint64_t bytes) {
+  return static_cast<uint64_t>(std::llround(std::max(static_cast<double>(bytes) / w.bytes_per_ns, w.message_gap_ns)));
+}
+
 WireTimes wire_schedule(const WireSpec& w, Opcode op, uint64_t len, uint64_t now, LinkClock& src, LinkClock& dst) {
   const auto lat = static_cast<uint64_t>(std::llround(w.latency_ns));
-  const auto busy = [&](uint64_t bytes) {
-    return static_cast<uint64_t>(std::llround(std::max(static_cast<double>(bytes) / w.bytes_per_ns, w.message_gap_ns)));
-  };
+  const auto busy = [&](uint64_t bytes) { return wire_busy_ns(w, bytes); };
   WireTimes t;
   if (op == Opcode::Write || op == Opcode::WriteWithImm || op == Opcode::Send) {
     const uint64_t b = busy(len);

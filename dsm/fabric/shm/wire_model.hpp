@@ -56,4 +56,8 @@ struct WireTimes {
 };
 WireTimes wire_schedule(const WireSpec& w, Opcode op, uint64_t len, uint64_t now, LinkClock& src, LinkClock& dst);
 
+// How long `bytes` keep a link direction busy: their size over the bandwidth, at least the
+// message gap (1 / message rate).
+uint64_t wire_busy_ns(const WireSpec& w, uint64_t bytes);
+
 }  // namespace loom::fabric::shm
