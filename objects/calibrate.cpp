@@ -309,7 +309,8 @@ std::string fabric_label(Runtime& rt) {
   const std::string name = p.info().name;
   for (int r = 0; r < rt.size(); ++r) {
     const std::string t = r == rt.rank() ? "shm" : p.transport(r);
-    if (t != "shm" && t != name) return name + "+" + t;
+    // A provider that names its transport between nodes already ("shm+verbs") keeps its name.
+    if (t != "shm" && name.find(t) == std::string::npos) return name + "+" + t;
   }
   return name;
 }

@@ -13,8 +13,9 @@ namespace loom::objects {
 Components measure_components(Context& ctx, int iters);
 
 // The fabric a calibration is for, the same on every rank of a job: the provider's name, with
-// the transport between nodes when there is one ("shm+wire:ib-edr", "hybrid+verbs"). A
-// calibration file is used only by jobs with the same label.
+// the transport between nodes when there is one and the name does not say it ("shm" and
+// "shm+wire:ib-edr" on one host, "shm+verbs" across hosts). A calibration file is used only by
+// jobs with the same label.
 std::string fabric_label(Runtime& rt);
 
 }  // namespace loom::objects
