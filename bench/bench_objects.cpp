@@ -5,8 +5,10 @@
 //  * every container operation x policy x level, one at a time and batched, beside the model;
 //  * the mixed workload (90% find) under every policy and Auto; the model's picks;
 //  * seed 001's Figure 6: queue push latency as the processes compute between pushes, one-sided,
-//    owner-invoked without and with a progress thread, and Auto.
-// Run: loomrun -n 2 bench_objects [--quick] [--csv FILE].
+//    owner-invoked without and with a progress thread, and Auto;
+//  * with --only scale: seed 001's node sweep on this job's nodes beside the model's projection
+//    (bench/objects_scale.hpp).
+// Run: loomrun -n 2 bench_objects [--quick] [--csv FILE] [--only PART].
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -15,6 +17,7 @@
 #include "bench/bench_common.hpp"
 #include "bench/objects_containers.hpp"
 #include "bench/objects_fig6.hpp"
+#include "bench/objects_scale.hpp"
 #include "loom/coherence/lane.hpp"
 #include "loom/dsm/runtime/connect.hpp"
 #include "loom/invoke/calls.hpp"
@@ -29,8 +32,9 @@ namespace {
 struct Args {
   bool quick = false;
   std::string csv;
-  std::string only;  // floors, containers, mixed, fig6 (the components are always measured)
+  std::string only;  // floors, containers, mixed, fig6 (the components are always measured), scale (only when named)
   bool want(const char* part) const { return only.empty() || only == part; }
+  bool scale() const { return only == "scale"; }
 };
 
 Args parse(int argc, char** argv) {
@@ -40,11 +44,11 @@ Args parse(int argc, char** argv) {
     if (s == "--quick") a.quick = true;
     else if (s == "--csv" && i + 1 < argc) a.csv = argv[++i];
     else if (s == "--only" && i + 1 < argc) a.only = argv[++i];
-    else fail("bench_objects: unknown argument ", s, " (--quick, --csv FILE, --only floors|containers|mixed|fig6)");
+    else fail("bench_objects: unknown argument ", s, " (--quick, --csv FILE, --only floors|containers|mixed|fig6|scale)");
   }
-  for (const char* part : {"", "floors", "containers", "mixed", "fig6"})
+  for (const char* part : {"", "floors", "containers", "mixed", "fig6", "scale"})
     if (a.only == part) return a;
-  fail("bench_objects: --only ", a.only, ": floors, containers, mixed or fig6");
+  fail("bench_objects: --only ", a.only, ": floors, containers, mixed, fig6 or scale");
 }
 
 template <typename F>
@@ -144,8 +148,9 @@ objects::Components component_rows(objects::Context& ctx, int iters, std::vector
   std::printf("%-18s %9.0f calls/s (owner-invoked calls one at a time, write mode)\n", "call-write", write_rate);
   std::printf("handlers: insert %.3f find %.3f/%.3f push %.3f/%.3f pop %.3f/%.3f (atomic/phasal); front end %.3f; bucket line %.3f\n",
               c.h_insert, c.h_find, c.h_find_phasal, c.h_push, c.h_push_phasal, c.h_pop, c.h_pop_phasal, c.op, c.line);
-  std::printf("region: atomic %.3f acquire +%.3f release +%.3f (clean +%.3f) write %.3f read %.3f\n", c.region_atomic,
-              c.region_acquire, c.region_release, c.region_release_clean, c.region_write, c.region_read);
+  std::printf("region: atomic %.3f acquire +%.3f release +%.3f (clean +%.3f) write %.3f read %.3f; blocks others write: write %.3f release +%.3f\n",
+              c.region_atomic, c.region_acquire, c.region_release, c.region_release_clean, c.region_write, c.region_read, c.region_write_shared,
+              c.region_release_shared);
   return c;
 }
 
@@ -186,8 +191,13 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   {
     objects::Context ctx(rt);
+    if (args.scale()) {
+      ScaleOptions so;
+      if (args.quick) so.ops = 600, so.rounds = 1;
+      scale_rows(ctx, so, rows);
+    }
     if (args.want("floors")) floor_rows(ctx, iters * 5, rows);
-    const objects::Components c = component_rows(ctx, iters, rows);
+    const objects::Components c = args.scale() ? objects::Components{} : component_rows(ctx, iters, rows);
     if (args.want("containers")) container_rows(ctx, co, rows);
     if (args.want("mixed")) mixed_rows(ctx, co, rows);
     if (args.want("containers") && rt.rank() == 0) model_pick_row(c, rows);
@@ -202,7 +212,7 @@ int main(int argc, char** argv) {
     fig6_rows(ctx, "invoked-pt", false, fo, rows);
   }
   if (rt.rank() == 0) {
-    report_targets(rows, co.batch);
+    if (!args.scale()) report_targets(rows, co.batch);
     std::printf("load average: %.2f\n", load_average());
     // Under an emulated wire every row crossed it (rank 0 against the others): each names it.
     const std::string w = wire_suffix(rt.size());

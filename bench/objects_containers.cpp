@@ -1,6 +1,7 @@
-// bench_objects' container rows: rank 0 operates on data owned by rank 1 (a HashMap's keys whose
-// part is rank 1's, a Queue hosted at rank 1) while the others serve calls in the Context's
-// barrier; the mixed workload runs on every process at once.
+// bench_objects' container rows: rank 0 operates on data owned by its calibration peer — rank 1,
+// or the first rank across an emulated wire or a network: the rank the model's components are
+// measured against — (a HashMap's keys whose part is the peer's, a Queue hosted there) while the
+// others serve calls in the Context's barrier; the mixed workload runs on every process at once.
 #include "bench/objects_containers.hpp"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <unordered_set>
 
 #include "loom/objects/calibrate.hpp"
+#include "loom/objects/projection.hpp"
 #include "loom/objects/hash_map.hpp"
 #include "loom/objects/queue.hpp"
 
@@ -65,10 +67,10 @@ void add(std::vector<Row>& rows, const Cell& x, double model_us) {
 // a line may hold a bucket written before), its finds to buckets this process wrote; a Queue's
 // timed passes run on slots and counters this process touched just before. The mixed workload
 // has collisions, contention and lines moving between processes.
-void hash_cells(objects::Context& ctx, Policy p, const ContainerOptions& o, std::vector<Cell>& out) {
+void hash_cells(objects::Context& ctx, Policy p, int peer, const ContainerOptions& o, std::vector<Cell>& out) {
   const size_t n = static_cast<size_t>(o.iters);
   objects::HashMap<uint64_t, uint64_t> m(ctx, 16 * n * static_cast<size_t>(ctx.size()), p);
-  // Keys whose part is rank 1's, each starting in a bucket of its own, taken in turns: the two
+  // Keys whose part is the peer's, each starting in a bucket of its own, taken in turns: the two
   // timed insert rows' keys in the part's two halves (neither row inserts into lines the other
   // brought), the batched and warm-up keys anywhere.
   const size_t half = m.capacity() / static_cast<size_t>(ctx.size()) / 2;
@@ -76,7 +78,7 @@ void hash_cells(objects::Context& ctx, Policy p, const ContainerOptions& o, std:
   std::vector<uint64_t>* turn[] = {&a, &b, &batched, &other};
   std::unordered_set<size_t> starts;
   for (uint64_t k = 1, j = 0; j < 4 * n; ++k) {
-    if (m.owner_of(k) != 1 % ctx.size()) continue;
+    if (m.owner_of(k) != peer) continue;
     const size_t start = m.first_bucket_of(k);
     auto& to = *turn[j % 4];
     if ((&to == &a && start >= half) || (&to == &b && start < half) || !starts.insert(start).second) continue;
@@ -113,9 +115,9 @@ void hash_cells(objects::Context& ctx, Policy p, const ContainerOptions& o, std:
   if (sink == 42) std::printf(" ");
 }
 
-void queue_cells(objects::Context& ctx, Policy p, const ContainerOptions& o, std::vector<Cell>& out) {
+void queue_cells(objects::Context& ctx, Policy p, int peer, const ContainerOptions& o, std::vector<Cell>& out) {
   const size_t n = static_cast<size_t>(o.iters);
-  objects::Queue<uint64_t> q(ctx, 1 % ctx.size(), n, p);
+  objects::Queue<uint64_t> q(ctx, peer, n, p);
   uint64_t sink = 0;
   auto phase = [&](auto&& f) {
     if (ctx.rank() == 0) f();
@@ -141,6 +143,14 @@ void queue_cells(objects::Context& ctx, Policy p, const ContainerOptions& o, std
   if (sink == 42) std::printf(" ");
 }
 
+// A row's model: the components against the peer; a Cached row's, mixed by where its words are.
+double model_of(const Cell& x, const objects::Components& peer, const objects::Components& self, const objects::JobLayout& layout) {
+  if (x.p != Policy::Cached) return objects::predict(peer, x.op, x.p, x.l, x.batch);
+  const bool across = layout.scale.nodes > 1;
+  const objects::Placements at{self, across ? self : peer, peer};
+  return objects::predict_at(at, layout.scale, x.op, x.p, x.l, objects::Writers::One, x.batch);
+}
+
 }  // namespace
 
 // Each policy's rows are compared with components measured just before them: this machine's
@@ -155,20 +165,27 @@ void container_rows(objects::Context& ctx, const ContainerOptions& o, std::vecto
   std::vector<Rounds> rounds;  // in the first round's order
   std::vector<objects::Components> calibrations;
   const size_t np = std::size(objects::kFixedPolicies);
+  const int peer = objects::calibration_peer(ctx);  // the rows' data and the components' peer are one rank
+  // A Cached object's words are not at the keys' owner: its region's blocks have every process as
+  // manager in turn, so of rank 0's operations a share is on its own process and node. Its rows'
+  // model mixes them as the node sweep does (objects/projection.hpp; a process on rank 0's node
+  // priced as rank 0 itself), with rank 0 the one writer.
+  const objects::JobLayout layout = objects::job_layout(ctx);
+  const objects::Components self = objects::measure_components(ctx, o.iters, 0);
   for (int r = 0; r < o.rounds; ++r)
     for (size_t j = 0; j < np; ++j) {
       const Policy p = objects::kFixedPolicies[(j + static_cast<size_t>(r)) % np];
-      const objects::Components c = objects::measure_components(ctx, o.iters);
+      const objects::Components c = objects::measure_components(ctx, o.iters, peer);
       calibrations.push_back(c);
       std::vector<Cell> mine;
-      hash_cells(ctx, p, o, mine);
-      queue_cells(ctx, p, o, mine);
+      hash_cells(ctx, p, peer, o, mine);
+      queue_cells(ctx, p, peer, o, mine);
       for (const Cell& x : mine) {
         auto same = [&](const Rounds& k) { return k.first.op == x.op && k.first.p == x.p && k.first.l == x.l && k.first.batch == x.batch; };
         auto it = std::find_if(rounds.begin(), rounds.end(), same);
         if (it == rounds.end()) it = rounds.insert(rounds.end(), Rounds{x, {}, {}});
         it->us.push_back(x.us);
-        it->model.push_back(objects::predict(c, x.op, x.p, x.l, x.batch));
+        it->model.push_back(model_of(x, c, self, layout));
       }
     }
   if (ctx.rank() != 0) return;
@@ -182,8 +199,8 @@ void container_rows(objects::Context& ctx, const ContainerOptions& o, std::vecto
   const auto [rpc_lo, rpc_hi] = spread(&objects::Components::rpc);
   std::printf("\ncomponents over the policies' %zu calibrations: miss %.3f-%.3f us, rpc %.3f-%.3f us\n", calibrations.size(), miss_lo, miss_hi,
               rpc_lo, rpc_hi);
-  std::printf("\ncontainers, rank 0 -> data at rank 1: us per operation, median of %d rounds (model: from components measured just before each policy's rows)\n",
-              o.rounds);
+  std::printf("\ncontainers, rank 0 -> data at rank %d: us per operation, median of %d rounds (model: from components measured just before each policy's rows)\n",
+              peer, o.rounds);
   std::printf("%-34s %6s %10s %10s %7s\n", "variant", "batch", "measured", "model", "ratio");
   for (auto& k : rounds) {
     Cell x = k.first;

@@ -33,6 +33,7 @@ struct BlockMeta : boost::intrusive::list_base_hook<> {
   std::atomic<uint64_t> known_wts{0};  // newest notice applied; written under mu, peeked without it
   DirWord word0;           // last word0 seen unlocked (the releaser's CAS guess)
   bool whole = false;      // Dirty by an overwrite: no twin; the release publishes the copy whole
+  uint64_t atomic_clock = 0;  // Atomic: the entry's release clock (wts) as last seen here (fence_mu)
   uint32_t region_slot = 0;
   uint32_t block = 0;
 };

@@ -29,6 +29,7 @@ struct Scratch {
   static constexpr size_t kGrant = 40;       // lock: the grant word written to the successor
   static constexpr size_t kUnlockSink = 48;  // results of unlocking CASes nobody reads
   static constexpr size_t kOneByte = 64;     // a byte 1 (set once with the lane): a sharer joining, an invalidation flag
+  static constexpr size_t kClock = 72;       // an atomic word's entry clock, read behind an acquiring operation on it
   // Areas.
   static constexpr size_t kNoticesOut = 4096;  // serialized notices to write
   static constexpr size_t kNoticesIn = 8192;   // serialized notices read
@@ -44,7 +45,7 @@ struct Scratch {
   static constexpr size_t kMaxNoticeBytes = kAreaBytes;
   static constexpr int kMaxSharerBytes = 4096;  // the directory policy's process limit
 };
-static_assert(Scratch::kOneByte + 1 <= Scratch::kNoticesOut);
+static_assert(Scratch::kOneByte + 1 <= Scratch::kClock && Scratch::kClock + 8 <= Scratch::kNoticesOut);
 static_assert(Scratch::kDirectory + 16 + Scratch::kMaxSharerBytes <= Scratch::kWtsRing);
 static_assert(Scratch::kWtsRing + 8 * Scratch::kWtsSlots <= Scratch::kBatchCas);
 static_assert(Scratch::kBatchCas + 8 * 64 <= Scratch::kBlock);

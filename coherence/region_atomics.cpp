@@ -67,18 +67,23 @@ void Space::Impl::adopt_atomic(RegionState& rs, size_t b) {
   rs.r->protect(b, 1, region::Protection::None);
 }
 
-// Raises the entry's clock (its wts field) to ours with a CAS loop; the acquirer reads it after
-// its own operation on the word, which follows ours: this CAS completes before our operation is
-// posted.
+// Raises the entry's clock (its wts field) to ours with a CAS loop, from the clock this process
+// saw there last (usually the entry's value: one CAS); the acquirer reads it after its own
+// operation on the word, which follows ours: this CAS completes before our operation is posted.
+// fence_mu held.
 void Space::Impl::publish_release_clock(Lane& l, RegionState& rs, size_t b) {
   const int mgr = rs.r->manager(b);
   const uint64_t clock = std::max(release_clock.load(std::memory_order_relaxed), acq_ts_relaxed());
   const uint64_t addr = rs.dir_addr(mgr, b) + DirEntry::kWts;
-  uint64_t guess = 0;
+  uint64_t& guess = rs.meta[b].atomic_clock;
   for (;;) {
     const uint64_t old = l.cas(mgr, addr, rs.rkey(mgr), guess, clock);
-    if (old == guess || old >= clock) return;
+    if (old == guess) {
+      guess = clock;
+      return;
+    }
     guess = old;
+    if (old >= clock) return;
   }
 }
 
@@ -100,12 +105,16 @@ uint64_t Space::Impl::region_atomic_op(RegionState& rs, size_t b, size_t off, fa
     if (rel && !dir_mode) publish_release_clock(*lane, rs, b);
     if (op == fabric::Opcode::Read) lane->post(mgr, fabric::Opcode::FetchAdd, Scratch::kResult, 8, addr, rs.rkey(mgr), 0);
     else lane->post(mgr, op, Scratch::kResult, 8, addr, rs.rkey(mgr), a, c);
+    // An acquire reads the entry's clock behind its operation, in the same round trip: requests on
+    // one queue pair execute in order at the manager (docs/provider-contract.md, "Ordering"), so
+    // the READ follows our operation there, and with it any operation ours saw and the clock CAS
+    // its releaser completed before posting it (publish_release_clock).
+    if (acq && !dir_mode) lane->post(mgr, fabric::Opcode::Read, Scratch::kClock, 8, rs.dir_addr(mgr, b) + DirEntry::kWts, rs.rkey(mgr));
     lane->wait();
     old = lane->word(Scratch::kResult);
     if (acq && !dir_mode) {
-      lane->post(mgr, fabric::Opcode::Read, Scratch::kResult, 8, rs.dir_addr(mgr, b) + DirEntry::kWts, rs.rkey(mgr));
-      lane->wait();
-      clock = lane->word(Scratch::kResult);
+      clock = lane->word(Scratch::kClock);
+      rs.meta[b].atomic_clock = std::max(rs.meta[b].atomic_clock, clock);
     }
   }
   if (acq) acquire_locked(clock);

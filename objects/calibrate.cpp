@@ -75,12 +75,11 @@ struct ScatteredBuckets {
 // three together: CASes alone on cold lines, timed in a loop, overlap the next one's line
 // transfer in the core, which an insert (its write and publication waiting on its claim) does
 // not (docs/objects.md, "Cost model").
-double cold_line_miss(Context& ctx, int n) {
+double cold_line_miss(Context& ctx, int other, int n) {
   using E = ScatteredBuckets::E;
   const ScatteredBuckets table(static_cast<size_t>(n) / 2);
   const size_t visits = std::min(static_cast<size_t>(n), table.order.size() - 1);  // order[0] is the warm bucket
   Endpoint& ep = ctx.endpoint();
-  const int other = other_of(ctx);
   const GlobalPtr<Slot<E>> a = ep.allocate<Slot<E>>(other, table.count);
   auto owner_writes_it = [&] {
     invoke::ReturnSlot<uint64_t> done;
@@ -117,9 +116,9 @@ double cold_line_miss(Context& ctx, int n) {
 
 // Table I: one-sided operations on words at the other process, one at a time; an asynchronous
 // one amortized over many in flight.
-void fabric_components(Context& ctx, int n, Components& c) {
+void fabric_components(Context& ctx, int other, int n, Components& c) {
   Endpoint& ep = ctx.endpoint();
-  const GlobalPtr<uint64_t> w = ep.allocate<uint64_t>(other_of(ctx), 64);
+  const GlobalPtr<uint64_t> w = ep.allocate<uint64_t>(other, 64);
   uint64_t sink = 0;
   ep.rput(w, uint64_t{0});
   c.get = us_per(n, [&](int) { sink += ep.rget(w + 1); });
@@ -128,7 +127,7 @@ void fabric_components(Context& ctx, int n, Components& c) {
   uint64_t seen = ep.atomic_load(w + 4);
   c.cas = us_per(n, [&](int) { seen = ep.compare_swap(w + 4, seen, seen + 1); });
   c.atomic_read = us_per(n, [&](int) { sink += ep.atomic_load(w + 5); });
-  c.miss = cold_line_miss(ctx, n);
+  c.miss = cold_line_miss(ctx, other, n);
   std::vector<uint64_t> out(static_cast<size_t>(n));
   c.post = us_per(1, [&](int) {
     for (int i = 0; i < n; ++i) ep.rget_async(w + (i % 64), &out[static_cast<size_t>(i)], 1);
@@ -141,8 +140,8 @@ void fabric_components(Context& ctx, int n, Components& c) {
 std::atomic<uint64_t> g_calls{0};
 
 // The owner's attention: a call_return round trip, and an aggregated call amortized.
-void invoke_components(Context& ctx, int n, Components& c) {
-  const invoke::Thread dest{other_of(ctx), 0};
+void invoke_components(int other, int n, Components& c) {
+  const invoke::Thread dest{other, 0};
   // As a container's call: an object id and a key and value travel (32 bytes), a status and a
   // value come back (24 bytes).
   struct Reply {
@@ -259,44 +258,101 @@ void front_component(Context& ctx, int n, Components& c) {
 // The Cached policy's region operations as a container's part makes them: each on another
 // control word managed by the other process (a part's words are its owner's), each write and
 // read on another slot, the slots spread over many blocks and lines.
-void region_components(Context& ctx, int n, Components& c) {
+struct RegionBench {
+  static constexpr size_t kBlock = 4096, kSpread = 256;
+  coherence::Space& sp;
+  region::Region& r;
+  Slot<uint64_t>* slots;
+  std::vector<uint64_t*> far;  // atomic words the peer manages (rank 0 only)
+
+  RegionBench(Context& ctx, int other, region::Region& reg) : sp(ctx.space()), r(reg) {
+    const size_t words_per_block = kBlock / 8, nb = 2 * static_cast<size_t>(ctx.size());
+    uint64_t* words = sp.new_atomic_words(r, nb * words_per_block);
+    slots = static_cast<Slot<uint64_t>*>(r.allocate(kSpread * kBlock, kBlock));
+    for (size_t k = 0; k < nb * words_per_block; ++k)
+      if (r.manager(r.block_of(words + k)) == other) far.push_back(words + k);
+  }
+  static size_t region_bytes(int processes) { return (2 * static_cast<size_t>(processes) + kSpread + 4) * kBlock; }
+  Slot<uint64_t>* slot_in(size_t i) const {
+    return reinterpret_cast<Slot<uint64_t>*>(reinterpret_cast<uint8_t*>(slots) + (i % kSpread) * kBlock) + (i * 37) % (kBlock / sizeof(Slot<uint64_t>));
+  }
+  coherence::AtomicRef word(size_t i) { return sp.atomic_ref(far[i % far.size()]); }
+};
+
+// Rank 0 alone: its releases keep the blocks it writes in place (no one else holds them).
+void region_alone(RegionBench& x, int n, Components& c) {
+  uint64_t sink = 0;
+  auto word = [&](int i) { return x.word(static_cast<size_t>(i)); };
+  c.region_atomic = us_per(n, [&](int i) { sink += word(i).fetch_add(1, Order::Relaxed); });
+  const double load = us_per(n, [&](int i) { sink += word(i).load(Order::Relaxed); });
+  c.region_acquire = std::max(0.0, us_per(n, [&](int i) { sink += word(i).load(Order::Acquire); }) - load);
+  c.region_release_clean = std::max(0.0, us_per(n, [&](int i) { sink += word(i).fetch_add(1, Order::Release); }) - c.region_atomic);
+  // A write to a block written and released before (as a container's slots are, once warm),
+  // one slot in each block, then one release for them all.
+  for (size_t b = 0; b < x.kSpread; ++b) x.sp.writing(x.slot_in(b))->payload = b;
+  x.sp.release();
+  const auto t0 = clk::now();
+  for (size_t b = 0; b < x.kSpread; ++b) x.sp.writing(x.slot_in(b))->payload = b + 1;
+  c.region_write = std::chrono::duration<double, std::micro>(clk::now() - t0).count() / x.kSpread;
+  x.sp.release();
+  const double both = us_per(n, [&](int i) {
+    x.sp.writing(x.slot_in(static_cast<size_t>(i)))->payload = static_cast<uint64_t>(i);
+    sink += word(i).fetch_add(1, Order::Release);
+  });
+  c.region_release = std::max(0.0, both - c.region_write - c.region_atomic);
+  c.region_read = us_per(n, [&](int i) { sink += x.sp.reading(x.slot_in(static_cast<size_t>(i)))->payload; });
+  if (sink == 42) c.region_read += 0;
+}
+
+// Every process writing the part (a map every process inserts into): before each of rank 0's
+// rounds another process writes every block and releases, so rank 0's first write of a block
+// takes a twin and opens it, and its release publishes the block. Collective.
+void region_shared(Context& ctx, RegionBench& x, int co_writer, Components& c) {
+  constexpr int kRounds = 5;
+  std::vector<double> writes, boths;
+  uint64_t sink = 0;
+  for (int round = 0; round < 2 * kRounds; ++round) {
+    if (ctx.rank() == co_writer) {
+      for (size_t b = 0; b < x.kSpread; ++b) x.sp.writing(x.slot_in(b + 1))->payload = b;
+      x.sp.release();
+    }
+    ctx.process_barrier();
+    if (ctx.rank() == 0) {
+      const auto t0 = clk::now();
+      for (size_t b = 0; b < x.kSpread; ++b) {
+        x.sp.writing(x.slot_in(b))->payload = b;
+        if (round % 2 == 1) sink += x.word(b).fetch_add(1, Order::Release);
+      }
+      (round % 2 == 0 ? writes : boths).push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count() / x.kSpread);
+      x.sp.release();
+    }
+    ctx.process_barrier();
+  }
+  if (ctx.rank() != 0) return;
+  std::sort(writes.begin(), writes.end());
+  std::sort(boths.begin(), boths.end());
+  c.region_write_shared = writes[kRounds / 2];
+  c.region_release_shared = std::max(0.0, boths[kRounds / 2] - c.region_write_shared - c.region_atomic);
+  if (sink == 42) c.region_write_shared += 0;
+}
+
+void region_components(Context& ctx, int other, int n, Components& c) {
   coherence::Space& sp = ctx.space();
-  const size_t block = 4096, words_per_block = block / 8, nb = 2 * static_cast<size_t>(ctx.size()), spread = 256;
   region::RegionOptions o;
-  o.size = (nb + spread + 4) * block;
+  o.size = RegionBench::region_bytes(ctx.size());
   o.local_bytes = 0;
   region::Region& r = sp.create_region(o);
-  uint64_t* words = sp.new_atomic_words(r, nb * words_per_block);
-  auto* slots = static_cast<Slot<uint64_t>*>(r.allocate(spread * block, block));
-  const size_t per_block = block / sizeof(Slot<uint64_t>);
-  auto slot_in = [&](size_t i) {
-    return reinterpret_cast<Slot<uint64_t>*>(reinterpret_cast<uint8_t*>(slots) + (i % spread) * block) + (i * 37) % per_block;
-  };
-  if (ctx.rank() == 0) {
-    std::vector<uint64_t*> far;  // the other process's words
-    for (size_t k = 0; k < nb * words_per_block; ++k)
-      if (r.manager(r.block_of(words + k)) == other_of(ctx)) far.push_back(words + k);
-    auto word = [&](int i) { return sp.atomic_ref(far[static_cast<size_t>(i) % far.size()]); };
-    uint64_t sink = 0;
-    c.region_atomic = us_per(n, [&](int i) { sink += word(i).fetch_add(1, Order::Relaxed); });
-    const double load = us_per(n, [&](int i) { sink += word(i).load(Order::Relaxed); });
-    c.region_acquire = std::max(0.0, us_per(n, [&](int i) { sink += word(i).load(Order::Acquire); }) - load);
-    c.region_release_clean = std::max(0.0, us_per(n, [&](int i) { sink += word(i).fetch_add(1, Order::Release); }) - c.region_atomic);
-    // A write to a block written and released before (as a container's slots are, once warm),
-    // one slot in each block, then one release for them all.
-    for (size_t b = 0; b < spread; ++b) sp.writing(slot_in(b))->payload = b;
-    sp.release();
-    const auto t0 = clk::now();
-    for (size_t b = 0; b < spread; ++b) sp.writing(slot_in(b))->payload = b + 1;
-    c.region_write = std::chrono::duration<double, std::micro>(clk::now() - t0).count() / spread;
-    sp.release();
-    const double both = us_per(n, [&](int i) {
-      sp.writing(slot_in(static_cast<size_t>(i)))->payload = static_cast<uint64_t>(i);
-      sink += word(i).fetch_add(1, Order::Release);
-    });
-    c.region_release = std::max(0.0, both - c.region_write - c.region_atomic);
-    c.region_read = us_per(n, [&](int i) { sink += sp.reading(slot_in(static_cast<size_t>(i)))->payload; });
-    if (sink == 42) c.region_read += 0;
+  {
+    RegionBench x(ctx, other, r);
+    if (ctx.rank() == 0) region_alone(x, n, c);
+    ctx.process_barrier();
+    // The other writer: the peer, or with rank 0 measuring its own part another process.
+    const int co_writer = other != 0 ? other : ctx.size() > 1 ? 1 : 0;
+    if (co_writer != 0) {
+      region_shared(ctx, x, co_writer, c);
+    } else if (ctx.rank() == 0) {
+      c.region_write_shared = c.region_write, c.region_release_shared = c.region_release;  // alone in the job
+    }
   }
   ctx.process_barrier();
   sp.destroy_region(r);
@@ -315,14 +371,21 @@ std::string fabric_label(Runtime& rt) {
   return name;
 }
 
-Components measure_components(Context& ctx, int iters) {
+int calibration_peer(Context& ctx) { return ctx.runtime().bootstrap().allgather_value(other_of(ctx))[0]; }
+
+Components measure_components(Context& ctx, int iters) { return measure_components(ctx, iters, calibration_peer(ctx)); }
+
+Components measure_components(Context& ctx, int iters, int peer) {
+  if (peer < 0 || peer >= ctx.size()) fail("objects: calibration: peer ", peer, " is not a rank of ", ctx.size());
+  for (int other : ctx.runtime().bootstrap().allgather_value(peer))
+    if (other != peer) fail("objects: calibration: the processes name different peers (", peer, " and ", other, ")");
   Components c;
   c.provider = fabric_label(ctx.runtime());
   c.processes = ctx.size();
   ctx.process_barrier();
   if (ctx.rank() == 0) {
-    fabric_components(ctx, iters, c);
-    invoke_components(ctx, iters, c);
+    fabric_components(ctx, peer, iters, c);
+    invoke_components(peer, iters, c);
     handler_components(iters, c);
     line_component(ctx, iters, c);
   }
@@ -343,7 +406,7 @@ Components measure_components(Context& ctx, int iters) {
     c.cas_contended = contended;
     ep.deallocate(hot);
   }
-  region_components(ctx, iters, c);
+  region_components(ctx, peer, iters, c);
   front_component(ctx, iters, c);
   // Rank 0's figures for everyone.
   const std::string text = c.serialize();

@@ -11,6 +11,14 @@ namespace loom::objects {
 // emulated wire or a network if there is one) while the others run their calls; every process
 // returns rank 0's figures. `iters` operations per component.
 Components measure_components(Context& ctx, int iters);
+// Collective: the rank rank 0 measures against by default — the first rank it reaches over another
+// transport than its own memory's (across an emulated wire or a network), else rank 1 (itself
+// when alone). The same on every rank.
+int calibration_peer(Context& ctx);
+
+// The same against `peer` (the same on every rank; rank 0 itself too): what an operation on a
+// part at that rank costs, as the node sweep's model mixes them (objects/projection.hpp).
+Components measure_components(Context& ctx, int iters, int peer);
 
 // The fabric a calibration is for, the same on every rank of a job: the provider's name, with
 // the transport between nodes when there is one and the name does not say it ("shm" and

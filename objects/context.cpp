@@ -92,7 +92,7 @@ const Components& Context::components() {
       usable = c.provider == fabric_label(rt_);
       if (usable) components_ = c;
     } catch (const std::exception& e) {
-      log::warn("objects: ", e.what(), "; measuring the components instead");
+      log::warn(e.what(), "; measuring the components instead");
     }
   }
   // Every process must take the same path: measuring is collective.

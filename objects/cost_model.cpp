@@ -35,6 +35,7 @@ void each_field(C& c, F&& f) {
   f("h_find_phasal", c.h_find_phasal), f("h_push_phasal", c.h_push_phasal), f("h_pop_phasal", c.h_pop_phasal);
   f("region_atomic", c.region_atomic), f("region_acquire", c.region_acquire), f("region_release", c.region_release);
   f("region_release_clean", c.region_release_clean), f("region_write", c.region_write), f("region_read", c.region_read);
+  f("region_write_shared", c.region_write_shared), f("region_release_shared", c.region_release_shared);
 }
 
 // The best-case sequence of each operation (objects/hash_map_ops.hpp, queue_ops.hpp), one at a
@@ -66,15 +67,17 @@ double handler(const Components& c, Op op, Level l) {
 }
 double bucket_line(const Components& c, Op op) { return op == Op::HashInsert || op == Op::HashFind ? c.line : 0; }
 
-double cached(const Components& c, Op op, Level l) {
+double cached(const Components& c, Op op, Level l, Writers w) {
   const double a = c.region_atomic, acq = a + c.region_acquire;
+  const double write = w == Writers::Many ? c.region_write_shared : c.region_write;
+  const double release = w == Writers::Many ? c.region_release_shared : c.region_release;
   const bool phasal = l != Level::Atomic;
   switch (op) {
     // A slot's line comes while the accessor does its bookkeeping: region_read and region_write,
     // timed on slots in many lines beyond the first-level cache, have it in them.
-    case Op::HashInsert: return acq + c.region_write + a + c.region_release;
+    case Op::HashInsert: return acq + write + a + release;
     case Op::HashFind: return phasal ? c.region_read : acq + c.region_read + a;
-    case Op::QueuePush: return phasal ? a + c.region_write + 2 * a : a + acq + a + c.region_write + a + c.region_release;
+    case Op::QueuePush: return phasal ? a + write + 2 * a : a + acq + a + write + a + release;
     case Op::QueuePop: return phasal ? a + c.region_read + 2 * a : a + acq + a + c.region_read + a + c.region_release_clean;
   }
   return 0;
@@ -173,7 +176,7 @@ std::string calibration_path() {
   return ".loom-calibration.txt";
 }
 
-double predict(const Components& c, Op op, Policy p, Level l, size_t batch) {
+double predict(const Components& c, Op op, Policy p, Level l, size_t batch, Writers w) {
   const double b = static_cast<double>(batch == 0 ? 1 : batch);
   // Every policy runs the operation's own logic once (h: hashing, probing, comparing) and its
   // front end at the caller (c.op, once per operation or batch), plus its way to the data. One
@@ -185,7 +188,7 @@ double predict(const Components& c, Op op, Policy p, Level l, size_t batch) {
   switch (p) {
     case Policy::OneSided: return batch > 1 ? h + c.op / b + one_sided_batch(c, op, l, b) : c.op + one_sided(c, op, l);
     case Policy::OwnerInvoked: return c.op / b + (batch > 1 ? invoked_batch(c, op, l, b) : c.rpc + h + bucket_line(c, op));
-    case Policy::Cached: return h + c.op / b + cached(c, op, l);
+    case Policy::Cached: return h + c.op / b + cached(c, op, l, w);
     case Policy::Auto: break;
   }
   fail("objects: predict: Auto is not a fixed policy");
@@ -207,7 +210,7 @@ bool prefer_cached(const Components& c, Op write, Op read, Workload w) {
   const Level rl = w.level == Level::Atomic ? Level::Atomic : Level::PhasalRead;
   auto at_owners = [&](Op op, Level l) { return predict(c, op, cheapest(c, op, l, owners), l); };
   const double remote = w.read_share * at_owners(read, rl) + (1 - w.read_share) * at_owners(write, wl);
-  const double local = w.read_share * predict(c, read, Policy::Cached, rl) + (1 - w.read_share) * predict(c, write, Policy::Cached, wl);
+  const double local = w.read_share * predict(c, read, Policy::Cached, rl, 1, w.writers) + (1 - w.read_share) * predict(c, write, Policy::Cached, wl, 1, w.writers);
   return local < remote;
 }
 

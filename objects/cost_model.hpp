@@ -18,6 +18,9 @@
 namespace loom::objects {
 
 enum class Op : uint8_t { HashInsert, HashFind, QueuePush, QueuePop };
+// Who writes a Cached object's blocks: one process alone (its releases keep them in place), or
+// every process (each release publishes a block the others wrote too).
+enum class Writers : uint8_t { One, Many };
 inline constexpr Op kOps[] = {Op::HashInsert, Op::HashFind, Op::QueuePush, Op::QueuePop};
 // "hash-insert", "hash-find", "queue-push", "queue-pop"
 std::string_view name(Op op);
@@ -45,6 +48,9 @@ struct Components {
   // accessor runs (a read of one slot again costs the same), so it is in these.
   double region_atomic = 0, region_acquire = 0, region_release = 0, region_release_clean = 0;
   double region_write = 0, region_read = 0;
+  // The same write and release in blocks another process wrote just before (every process writes
+  // the object): the write takes a twin and opens the block, the release publishes it.
+  double region_write_shared = 0, region_release_shared = 0;
   std::string provider;  // the fabric they were measured on
   int processes = 0;
 
@@ -61,17 +67,19 @@ std::string calibration_path();
 
 // The predicted microseconds per operation of `op` under a fixed policy at a level, one at a
 // time (batch 1) or amortized over a batch of `batch` operations.
-double predict(const Components& c, Op op, Policy p, Level l, size_t batch = 1);
+double predict(const Components& c, Op op, Policy p, Level l, size_t batch = 1, Writers w = Writers::One);
 
 // The cheapest of `candidates` for op at level.
 Policy cheapest(const Components& c, Op op, Level l, std::span<const Policy> candidates, size_t batch = 1);
 
 // Where an Auto object's data lives, from the model and the workload the program expects: the
-// share of reads (finds, pops) among its operations and the level. Cached if its expected cost
-// is lowest; otherwise at the owners, where OneSided and OwnerInvoked are chosen per operation.
+// share of reads (finds, pops) among its operations, the level, and who writes it. Cached if
+// its expected cost is lowest; otherwise at the owners, where OneSided and OwnerInvoked are
+// chosen per operation.
 struct Workload {
   double read_share = 0.5;
   Level level = Level::Atomic;
+  Writers writers = Writers::Many;
 };
 bool prefer_cached(const Components& c, Op write, Op read, Workload w);
 

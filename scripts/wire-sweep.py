@@ -5,6 +5,7 @@ policies and the hash map's policies on an emulated wire whose one-way latency g
 
     scripts/wire-sweep.py [--build DIR] [--latencies 0.1,0.5,1,2,5,10,20] [--gbps 12]
                           [--nodes 2] [--ranks-per-node 1] [--seconds 0.5] [--out DIR]
+                          [--match-games N] [--move-seconds S]
 
 For each latency L it sets LOOM_WIRE=L,GBPS (the link's bandwidth; 10 M messages/s) and runs,
 under `loomrun --emulate-nodes NODES`:
@@ -13,10 +14,13 @@ under `loomrun --emulate-nodes NODES`:
   - bench_mcts 11x11 with the owner-invoked, cached-shared and root trees (its local-np1-t1 rows,
     one process alone, are the wire-free baseline every run repeats);
   - bench_objects --only containers --quick (every fixed policy, and the cost model's pick per
-    cell: which policy an Auto object would take, and its time over the best one's).
+    cell: which policy an Auto object would take, and its time over the best one's);
+  - with --match-games N, bench_mcts --match: each tree policy against local-1t (one process
+    alone, no wire) on 9x9, N openings each played with both colours, at equal time per move
+    (--move-seconds) and at equal rollouts: match strength against latency, a short run.
 It writes DIR/wire-sweep.csv (variant = the policy's row, size = L in ns, metric, value, unit),
-DIR/wire-sweep-mcts.png and DIR/wire-sweep-hash.png, and prints the tables and, for each pair of
-lines, the latency where they cross.
+DIR/wire-sweep-mcts.png, DIR/wire-sweep-hash.png (and DIR/wire-sweep-match.png), and prints the
+tables and, for each pair of lines, the latency where they cross.
 """
 import argparse
 import csv
@@ -49,7 +53,9 @@ def read(path):
 
 
 def strip_wire(variant):
-    return variant.split("@", 1)[0]
+    """The variant without its trailing "@<wire>-nodes<K>" (a match condition's "@equal-time" stays)."""
+    head, _, tail = variant.rpartition("@")
+    return head if head and "-nodes" in tail else variant
 
 
 def sweep_point(a, lat, out):
@@ -66,6 +72,13 @@ def sweep_point(a, lat, out):
     objs = os.path.join(out, f"objects-{lat}.csv")
     run(loomrun + [os.path.join(a.build, "bench/bench_objects"), "--quick", "--only", "containers", "--csv", objs], env, objs + ".log")
     rows = []
+    if a.match_games > 0:
+        match = os.path.join(out, f"match-{lat}.csv")
+        run(loomrun + [os.path.join(a.build, "bench/bench_mcts"), "--match", "--policy", ",".join(MCTS_POLICIES), "--games",
+                       str(a.match_games), "--move-seconds", str(a.move_seconds), "--csv", match], env, match + ".log")
+        for v, size, metric, value, unit in read(match):
+            if metric in ("win_rate", "wilson_lo", "wilson_hi", "games"):
+                rows.append((strip_wire(v), metric, value, unit))
     for v, size, metric, value, unit in read(mcts):
         if metric == "rollouts_per_s" and size == "11":
             rows.append((strip_wire(v), metric, value, unit))
@@ -109,13 +122,19 @@ def figure(xs, series, title, ylabel, path):
     plt.figure(figsize=(7, 4.5))
     for name in sorted(series):
         plt.plot(xs, series[name], marker="o", label=name)
+    finish(ylabel, title, path, logy=True)
+
+
+def finish(ylabel, title, path, logy):
+    """Axes, labels and the file of a plot against latency."""
     plt.xscale("log")
-    plt.yscale("log")
+    if logy:
+        plt.yscale("log")
     plt.xlabel("one-way wire latency (us)")
     plt.ylabel(ylabel)
     plt.title(title)
     plt.grid(True, which="both", alpha=0.3)
-    plt.legend(fontsize=8)
+    plt.legend(fontsize=7)
     plt.tight_layout()
     plt.savefig(path, dpi=110)
     plt.close()
@@ -140,7 +159,11 @@ def main():
     p.add_argument("--ranks-per-node", type=int, default=1)
     p.add_argument("--seconds", type=float, default=0.5)
     p.add_argument("--out", default="wire-sweep")
+    p.add_argument("--match-games", type=int, default=0, help="openings per match condition (each played twice); 0: no matches")
+    p.add_argument("--move-seconds", type=float, default=0.02)
     a = p.parse_args()
+    if a.match_games < 0 or a.match_games > 81:
+        sys.exit("wire-sweep: --match-games is 0..81 (the openings of a 9x9 board)")
     lats = [float(x) for x in a.latencies.split(",")]
     if len(lats) < 2 or any(x <= 0 or x > 1000 for x in lats):
         sys.exit("wire-sweep: --latencies needs two or more latencies in (0, 1000] us")
@@ -176,6 +199,28 @@ def main():
     figure(lats, hashes, "Hash map policies against wire latency (one at a time)", "operations/s",
            os.path.join(a.out, "wire-sweep-hash.png"))
     report_picks(lats, table)
+    if a.match_games > 0:
+        report_matches(lats, table, os.path.join(a.out, "wire-sweep-match.png"))
+
+
+def report_matches(lats, table, path):
+    """Each tree policy's win rate against local-1t (one process alone) at each latency."""
+    plt.figure(figsize=(7, 4.5))
+    for cond, style in (("equal-time", "-"), ("equal-rollouts", ":")):
+        print(f"\nwin rate against local-1t at {cond} (95% Wilson interval)")
+        for pol in MCTS_POLICIES:
+            keys = [k for k in table if k[1] == "win_rate" and k[0].startswith(pol + "-np") and k[0].endswith("@" + cond)]
+            if not keys:
+                continue
+            v = keys[0][0]
+            rates = [table.get((v, "win_rate", lat), (float("nan"),))[0] for lat in lats]
+            lo = [table.get((v, "wilson_lo", lat), (float("nan"),))[0] for lat in lats]
+            hi = [table.get((v, "wilson_hi", lat), (float("nan"),))[0] for lat in lats]
+            print(f"  {pol:16s}" + "".join(f"  {lat:g}us: {r:.2f} [{l:.2f}, {h:.2f}]" for lat, r, l, h in zip(lats, rates, lo, hi)))
+            plt.errorbar(lats, rates, yerr=[[r - l for r, l in zip(rates, lo)], [h - r for r, h in zip(rates, hi)]], linestyle=style,
+                         marker="o", capsize=3, label=f"{pol}, {cond}")
+    plt.axhline(0.5, color="grey", linewidth=0.8, label="local (one process): 0.5")
+    finish("win rate against local-1t", "MCTS for Hex 9x9: match strength against wire latency", path, logy=False)
 
 
 if __name__ == "__main__":

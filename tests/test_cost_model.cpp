@@ -3,6 +3,7 @@
 // slot's words read into a value (objects/slots.hpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -10,6 +11,7 @@
 #include "loom/dsm/common/error.hpp"
 #include "loom/objects/chooser.hpp"
 #include "loom/objects/cost_model.hpp"
+#include "loom/objects/projection.hpp"
 #include "loom/objects/slots.hpp"
 
 using loom::objects::Components;
@@ -20,16 +22,17 @@ using loom::objects::predict;
 
 namespace {
 
-// Every component a different power of two (2^-6 to 2^18: exact in the file's six digits), so a
+// Every component a different power of two (2^-8 to 2^18: exact in the file's six digits), so a
 // prediction's sum names the components in it.
 Components powers() {
   Components c;
-  double v = 1.0 / 64;
+  double v = 1.0 / 256;
   c.provider = "shm";
   c.processes = 2;
   for (double* f : {&c.get, &c.put, &c.fad, &c.cas, &c.atomic_read, &c.miss, &c.line, &c.cas_contended, &c.rpc, &c.call, &c.post, &c.h_insert,
                     &c.h_find, &c.h_push, &c.h_pop, &c.h_find_phasal, &c.h_push_phasal, &c.h_pop_phasal, &c.op, &c.region_atomic,
-                    &c.region_acquire, &c.region_release, &c.region_release_clean, &c.region_write, &c.region_read})
+                    &c.region_acquire, &c.region_release, &c.region_release_clean, &c.region_write, &c.region_read, &c.region_write_shared,
+                    &c.region_release_shared})
     *f = v, v *= 2;
   return c;
 }
@@ -106,6 +109,13 @@ TEST(CostModel, AOneSidedOperationCountsTheFabricOperationsItMakes) {
   const double a = c.region_atomic;
   EXPECT_EQ(predict(c, Op::QueuePush, Policy::Cached, Level::PhasalPush), c.h_push_phasal + c.op + a + c.region_write + 2 * a);
   EXPECT_EQ(predict(c, Op::QueuePush, Policy::Cached, Level::PhasalPush, 2), c.h_push_phasal + c.op / 2 + a + c.region_write + 2 * a);
+  // Writing blocks every process writes: the shared write and release; a pop writes nothing.
+  using loom::objects::Writers;
+  EXPECT_EQ(predict(c, Op::HashInsert, Policy::Cached, Level::Atomic, 1, Writers::Many),
+            c.h_insert + c.op + a + c.region_acquire + c.region_write_shared + a + c.region_release_shared);
+  EXPECT_EQ(predict(c, Op::HashInsert, Policy::Cached, Level::Atomic, 1, Writers::One),
+            c.h_insert + c.op + a + c.region_acquire + c.region_write + a + c.region_release);
+  EXPECT_EQ(predict(c, Op::QueuePop, Policy::Cached, Level::Atomic, 1, Writers::Many), predict(c, Op::QueuePop, Policy::Cached, Level::Atomic));
 }
 
 namespace {
@@ -196,4 +206,54 @@ TEST(SlotWords, AValueComesBackWhole) {
   EXPECT_EQ(t.a, 1u);
   EXPECT_EQ(t.b, 2u);
   EXPECT_EQ(t.c, 3u);
+}
+
+// The node sweep's projection (objects/projection.hpp): each kind of part weighs by the share of
+// keys it holds; an owner-invoked operation on the process's own part makes no call.
+TEST(Projection, EachPartWeighsByItsShareOfTheKeys) {
+  using loom::objects::Placements;
+  using loom::objects::Scale;
+  Placements c;
+  c.self = powers();
+  c.node = powers();
+  c.wire = powers();
+  c.node.get *= 3, c.wire.get *= 10;  // a find's get costs 1, 3 and 10 times as much
+  const auto find = [&](Scale s) { return loom::objects::predict_at(c, s, Op::HashFind, Policy::OneSided, Level::PhasalFind); };
+  const double self = predict(c.self, Op::HashFind, Policy::OneSided, Level::PhasalFind);
+  const double node = predict(c.node, Op::HashFind, Policy::OneSided, Level::PhasalFind);
+  const double wire = predict(c.wire, Op::HashFind, Policy::OneSided, Level::PhasalFind);
+  EXPECT_DOUBLE_EQ(find({1, 1}), self);
+  EXPECT_DOUBLE_EQ(find({4, 1}), (self + 3 * wire) / 4);
+  EXPECT_DOUBLE_EQ(find({1, 2}), (self + node) / 2);
+  EXPECT_DOUBLE_EQ(find({8, 2}), (self + node + 14 * wire) / 16);
+  EXPECT_DOUBLE_EQ(loom::objects::ops_per_s({8, 2}, 2.0), 16 * 1e6 / 2.0);
+  // Past a few nodes, nearly every operation crosses the wire.
+  EXPECT_NEAR(find({64, 1}), wire, (wire - self) / 64 + 1e-12);
+}
+
+TEST(Projection, AnOwnerInvokedOperationOnItsOwnPartMakesNoCall) {
+  loom::objects::Placements c;
+  c.self = powers();
+  c.wire = powers();
+  const double alone = loom::objects::predict_at(c, {1, 1}, Op::HashInsert, Policy::OwnerInvoked, Level::Atomic);
+  EXPECT_DOUBLE_EQ(alone, predict(c.self, Op::HashInsert, Policy::OwnerInvoked, Level::Atomic) - c.self.rpc);
+  EXPECT_DOUBLE_EQ(loom::objects::predict_at(c, {2, 1}, Op::HashInsert, Policy::OwnerInvoked, Level::Atomic),
+                   (alone + predict(c.wire, Op::HashInsert, Policy::OwnerInvoked, Level::Atomic)) / 2);
+  EXPECT_THROW(loom::objects::predict_at(c, {0, 1}, Op::HashInsert, Policy::OneSided, Level::Atomic), loom::Error);
+}
+
+TEST(Projection, AutoTakesTheCheaperPolicyAtTheOwners) {
+  loom::objects::Placements c;
+  c.self = powers();
+  c.wire = powers();
+  const loom::objects::Workload w{0.5, Level::Atomic};
+  for (int nodes : {1, 2, 8, 64}) {
+    const loom::objects::Scale s{nodes, 1};
+    const double at_owners = std::min(loom::objects::predict_at(c, s, Op::HashFind, Policy::OneSided, Level::Atomic),
+                                      loom::objects::predict_at(c, s, Op::HashFind, Policy::OwnerInvoked, Level::Atomic));
+    const double cached = loom::objects::predict_at(c, s, Op::HashFind, Policy::Cached, Level::Atomic);
+    const bool region = loom::objects::prefer_cached(nodes > 1 ? c.wire : c.self, Op::HashInsert, Op::HashFind, w);
+    EXPECT_DOUBLE_EQ(loom::objects::predict_auto_at(c, s, Op::HashInsert, Op::HashFind, Op::HashFind, w, Level::Atomic),
+                     region ? cached : at_owners);
+  }
 }

@@ -30,7 +30,6 @@ namespace {
 
 class Objects : public loom::test::WithEndpoint {};
 
-// Every process owns one slot per process; each writes its slot at every rank and reads back.
 // A calibration names the transport between nodes, so that a file measured on shared memory is
 // not used across an emulated wire, nor one of a wire on another wire or without one.
 TEST(ObjectsCalibration, TheLabelNamesTheWireBetweenNodes) {
@@ -45,6 +44,41 @@ TEST(ObjectsCalibration, TheLabelNamesTheWireBetweenNodes) {
   for (const auto& a : all) EXPECT_EQ(std::string(reinterpret_cast<const char*>(a.data()), a.size()), label);
 }
 
+// Rank 0's calibration peer is across the wire when there is one (the container rows put their
+// data there and the components are measured against it), else rank 1.
+TEST(ObjectsCalibration, RankZerosPeerIsAcrossTheWireWhenThereIsOne) {
+  loom::objects::Context ctx(rt());
+  const int peer = loom::objects::calibration_peer(ctx);
+  int expected = rt().size() > 1 ? 1 : 0;
+  if (rt().rank() == 0)
+    for (int r = rt().size() - 1; r > 0; --r)
+      if (rt().provider().transport(r) != rt().provider().transport(0)) expected = r;
+  EXPECT_EQ(peer, rt().bootstrap().allgather_value(expected)[0]);
+  for (int p : rt().bootstrap().allgather_value(peer)) EXPECT_EQ(p, peer);
+  rt().barrier();
+}
+
+// The node sweep measures rank 0 against a part of its choosing (its own, one on its node, one
+// across the wire); every process gets rank 0's figures, and a peer the processes disagree on,
+// or no rank at all, is refused on every process.
+TEST(ObjectsCalibration, RankZeroMeasuresAgainstTheNamedPeer) {
+  loom::objects::Context ctx(rt());
+  const int peer = rt().size() - 1;
+  const loom::objects::Components c = loom::objects::measure_components(ctx, 50, peer);
+  EXPECT_GT(c.get, 0);
+  EXPECT_GT(c.rpc, 0);
+  EXPECT_EQ(c.processes, rt().size());
+  const std::string mine = c.serialize();
+  for (const auto& a : rt().bootstrap().allgather(std::as_bytes(std::span(mine.data(), mine.size()))))
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(a.data()), a.size()), mine);
+  EXPECT_THROW(loom::objects::measure_components(ctx, 50, rt().size()), loom::Error);
+  if (rt().size() > 1) {
+    EXPECT_THROW(loom::objects::measure_components(ctx, 50, rt().rank()), loom::Error);
+  }
+  rt().barrier();
+}
+
+// Every process owns one slot per process; each writes its slot at every rank and reads back.
 TEST_F(Objects, PutsAndGetsReachEveryRank) {
   DistributedArray<uint64_t> a(ep(), static_cast<size_t>(np() * np()));
   for (int r = 0; r < np(); ++r) ep().rput(a.ptr(static_cast<size_t>(r * np() + me())), uint64_t{1000} * r + me());

@@ -1,0 +1,135 @@
+#!/usr/bin/python3
+"""Seed 001's node sweep on emulated nodes, beside the cost model's projection (docs/wire.md,
+"Past this machine: the node sweep").
+
+    scripts/scale-sweep.py [--build DIR] [--configs ib-edr:2:1,ib-edr:4:1,...] [--quick] [--out DIR]
+
+Each config is WIRE:NODES:RANKS_PER_NODE. For each it runs, under LOOM_WIRE=WIRE and
+`loomrun -n NODES*RANKS --emulate-nodes NODES`, `bench_objects --only scale`: every process (rows
+scale/) and rank 0 alone (rows scale-one/) insert and find keys spread over every process's part
+under each policy and Auto, beside the projection's prediction (objects/projection.hpp) from
+components measured in the same run, and the projection from 1 to 64 nodes. It writes
+DIR/scale-sweep.csv (variant@WIRE-nodesN[xR], size, metric, value, unit), prints the model's error
+per row and config, and plots the projection with the emulated points (DIR/scale-<wire>.png).
+"""
+import argparse
+import csv
+import os
+import subprocess
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+POLICIES = ["onesided", "invoked", "cached", "auto"]
+OPS = ["hash-insert", "hash-find"]
+
+
+def parse_configs(text):
+    out = []
+    for item in text.split(","):
+        parts = item.split(":")
+        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit() or int(parts[1]) < 1 or int(parts[2]) < 1:
+            sys.exit(f"scale-sweep: config '{item}' is not WIRE:NODES:RANKS_PER_NODE")
+        out.append((parts[0], int(parts[1]), int(parts[2])))
+    return out
+
+
+def run_config(a, wire, nodes, rpn):
+    name = f"{wire}-nodes{nodes}x{rpn}"
+    csv_path = os.path.join(a.out, f"scale-{name}.csv")
+    env = dict(os.environ, LOOM_WIRE=wire)
+    cmd = [os.path.join(a.build, "loomrun"), "-n", str(nodes * rpn), "--emulate-nodes", str(nodes),
+           os.path.join(a.build, "bench/bench_objects"), "--only", "scale", "--csv", csv_path] + (["--quick"] if a.quick else [])
+    print("+ LOOM_WIRE=" + wire, " ".join(cmd), flush=True)
+    with open(csv_path + ".log", "w") as log:
+        r = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        sys.exit(f"scale-sweep: {name} failed with status {r.returncode} (see {csv_path}.log)")
+    with open(csv_path, newline="") as f:
+        return name, [(row["variant"].split("@", 1)[0], int(row["size"]), row["metric"], float(row["value"]), row["unit"])
+                      for row in csv.DictReader(f)]
+
+
+def report(results):
+    """measured / model per row and config; the share within 30%."""
+    for prefix, what in (("scale-one/", "rank 0 alone"), ("scale/", "every process")):
+        print(f"\n{what}: measured / model (us per operation and process)")
+        names = list(results)
+        print(f"{'':28s}" + "".join(f"{n:>22s}" for n in names))
+        inside = total = 0
+        for op in OPS:
+            for pol in POLICIES:
+                v = f"{prefix}{op}/{pol}"
+                line = f"{v[len(prefix):]:28s}"
+                for n in names:
+                    r = results[n].get((v, 1, "over_model"))
+                    busy = results[n].get((v, 1, "host_busy"), 0)
+                    if r is None:
+                        line += f"{'-':>22s}"
+                        continue
+                    total += 1
+                    inside += abs(r - 1) <= 0.3
+                    line += f"{r:>14.2f} (busy {busy:.2f})"
+                print(line)
+        print(f"  within 30%: {inside} of {total}")
+
+
+def figure(results, wire, path):
+    """Per operation: the model's projection (lines, from the 2-node run's components) and the
+    emulated runs (points: rank 0's time per operation, as if every process had its own cores)."""
+    runs = {int(n[len(wire) + 6:].split("x")[0]): rows for n, rows in results.items() if n.startswith(wire + "-nodes") and n.endswith("x1")}
+    if not runs:
+        return
+    model = runs[min(runs)]
+    colors = dict(zip(POLICIES, ["tab:blue", "tab:orange", "tab:green", "tab:red"]))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    for ax, op in zip(axes, OPS):
+        for pol in POLICIES:
+            pts = sorted((size, val) for (var, size, metric), val in model.items()
+                         if var == f"scale-model/{op}/{pol}" and metric == "ops_per_s")
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colors[pol], label=f"{pol}: model")
+            xs = [n for n in sorted(runs) if runs[n].get((f"scale-one/{op}/{pol}", 1, "us"))]
+            ax.scatter(xs, [n * 1e6 / runs[n][(f"scale-one/{op}/{pol}", 1, "us")] for n in xs], color=colors[pol], marker="o",
+                       label=f"{pol}: emulated")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("nodes (one process each)")
+        ax.set_title(f"{op}, {wire}")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("the job's operations/s")
+    axes[1].legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print("wrote", path)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default="build/release")
+    p.add_argument("--configs", default="ib-edr:2:1,ib-edr:4:1,ib-edr:8:1,ib-edr:2:2,tcp-10g:2:1,tcp-10g:4:1,tcp-10g:8:1")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--out", default="scale-sweep")
+    a = p.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    results = {}
+    for wire, nodes, rpn in parse_configs(a.configs):
+        name, rows = run_config(a, wire, nodes, rpn)
+        results[name] = {(v, size, metric): value for v, size, metric, value, _ in rows}
+    with open(os.path.join(a.out, "scale-sweep.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["variant", "size", "metric", "value", "unit"])
+        for name, rows in results.items():
+            for (v, size, metric), value in sorted(rows.items()):
+                w.writerow([f"{v}@{name}", size, metric, value, ""])
+    report(results)
+    for wire in sorted({c[0] for c in parse_configs(a.configs)}):
+        figure(results, wire, os.path.join(a.out, f"scale-{wire}.png"))
+
+
+if __name__ == "__main__":
+    main()
