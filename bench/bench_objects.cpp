@@ -197,10 +197,10 @@ int main(int argc, char** argv) {
       scale_rows(ctx, so, rows);
     }
     if (args.want("floors")) floor_rows(ctx, iters * 5, rows);
-    const objects::Components c = args.scale() ? objects::Components{} : component_rows(ctx, iters, rows);
+    if (!args.scale()) component_rows(ctx, iters, rows);
     if (args.want("containers")) container_rows(ctx, co, rows);
     if (args.want("mixed")) mixed_rows(ctx, co, rows);
-    if (args.want("containers") && rt.rank() == 0) model_pick_row(c, rows);
+    if (args.want("containers") && rt.rank() == 0) model_pick_row(rows);
     if (args.want("fig6")) fig6_rows(ctx, "invoked", true, fo, rows);
   }
   if (args.want("fig6")) {

@@ -143,9 +143,12 @@ void queue_cells(objects::Context& ctx, Policy p, int peer, const ContainerOptio
   if (sink == 42) std::printf(" ");
 }
 
-// A row's model: the components against the peer; a Cached row's, mixed by where its words are.
+// A row's model: the components against the peer; a Cached hash row's, mixed by where its words
+// are (a key's control word is in any process's block, as its hash falls). A Cached queue's
+// counters share one block, at one manager: its rows are priced at the peer.
 double model_of(const Cell& x, const objects::Components& peer, const objects::Components& self, const objects::JobLayout& layout) {
-  if (x.p != Policy::Cached) return objects::predict(peer, x.op, x.p, x.l, x.batch);
+  const bool hashed = x.op == Op::HashInsert || x.op == Op::HashFind;
+  if (x.p != Policy::Cached || !hashed) return objects::predict(peer, x.op, x.p, x.l, x.batch);
   const bool across = layout.scale.nodes > 1;
   const objects::Placements at{self, across ? self : peer, peer};
   return objects::predict_at(at, layout.scale, x.op, x.p, x.l, objects::Writers::One, x.batch);
@@ -166,7 +169,7 @@ void container_rows(objects::Context& ctx, const ContainerOptions& o, std::vecto
   std::vector<objects::Components> calibrations;
   const size_t np = std::size(objects::kFixedPolicies);
   const int peer = objects::calibration_peer(ctx);  // the rows' data and the components' peer are one rank
-  // A Cached object's words are not at the keys' owner: its region's blocks have every process as
+  // A Cached map's words are not at the keys' owner: its region's blocks have every process as
   // manager in turn, so of rank 0's operations a share is on its own process and node. Its rows'
   // model mixes them as the node sweep does (objects/projection.hpp; a process on rank 0's node
   // priced as rank 0 itself), with rank 0 the one writer.
@@ -262,16 +265,19 @@ void mixed_rows(objects::Context& ctx, const ContainerOptions& o, std::vector<Ro
               static_cast<unsigned long long>(switches));
 }
 
-void model_pick_row(const objects::Components& c, std::vector<Row>& rows) {
-  std::map<std::string, double> us;
+void model_pick_row(std::vector<Row>& rows) {
+  std::map<std::string, double> us, model;
   for (const Row& r : rows)
     if (r.size == 1 && r.metric == "us") us[r.variant] = r.value;
+    else if (r.size == 1 && r.metric == "model_us") model[r.variant] = r.value;
   int cells = 0, good = 0;
   for (Op op : objects::kOps)
     for (Level l : {Level::Atomic, Level::PhasalWrite}) {
       double best = 1e300;
       for (Policy p : objects::kFixedPolicies) best = std::min(best, us[variant(op, p, l)]);
-      const Policy pick = objects::cheapest(c, op, l, objects::kFixedPolicies);
+      Policy pick = objects::kFixedPolicies[0];  // the lowest model_us of the rows
+      for (Policy p : objects::kFixedPolicies)
+        if (model[variant(op, p, l)] < model[variant(op, pick, l)]) pick = p;
       ++cells;
       if (us[variant(op, pick, l)] <= 1.1 * best) ++good;
       const std::string cell = "model-pick/" + std::string(objects::name(op)) + "/" + std::string(objects::name(l));

@@ -22,7 +22,8 @@ struct ContainerOptions {
 void container_rows(objects::Context& ctx, const ContainerOptions& o, std::vector<Row>& rows);
 void mixed_rows(objects::Context& ctx, const ContainerOptions& o, std::vector<Row>& rows);
 // From the one-at-a-time rows already in `rows`: the share of (operation, level) cells where
-// the model's pick is the measured best or within 10% of it.
-void model_pick_row(const objects::Components& c, std::vector<Row>& rows);
+// the model's pick — the policy whose row has the lowest model_us — is the measured best or
+// within 10% of it.
+void model_pick_row(std::vector<Row>& rows);
 
 }  // namespace loom::bench
