@@ -67,23 +67,21 @@ void Space::Impl::adopt_atomic(RegionState& rs, size_t b) {
   rs.r->protect(b, 1, region::Protection::None);
 }
 
-// Raises the entry's clock (its wts field) to ours with a CAS loop, from the clock this process
-// saw there last (usually the entry's value: one CAS); the acquirer reads it after its own
-// operation on the word, which follows ours: this CAS completes before our operation is posted.
-// fence_mu held.
+// Raises the entry's clock (its wts field) to ours; the acquirer reads it after its own
+// operation on the word, which follows ours: this completes before our operation is posted.
+// The entry only ever rises (every writer CASes it upward from a value it held), so a value this
+// process saw there — by an acquire's READ or a CAS's result — is a floor: at or above our clock,
+// nothing is sent; below it, the CAS expects it (usually the entry's value: one CAS) and on a
+// miss retries from what it found. A CAS never expects a value at or above our clock, so it
+// never lowers the entry (a guess that succeeded there would). fence_mu held.
 void Space::Impl::publish_release_clock(Lane& l, RegionState& rs, size_t b) {
   const int mgr = rs.r->manager(b);
   const uint64_t clock = std::max(release_clock.load(std::memory_order_relaxed), acq_ts_relaxed());
   const uint64_t addr = rs.dir_addr(mgr, b) + DirEntry::kWts;
-  uint64_t& guess = rs.meta[b].atomic_clock;
-  for (;;) {
-    const uint64_t old = l.cas(mgr, addr, rs.rkey(mgr), guess, clock);
-    if (old == guess) {
-      guess = clock;
-      return;
-    }
-    guess = old;
-    if (old >= clock) return;
+  uint64_t& seen = rs.meta[b].atomic_clock;
+  while (seen < clock) {
+    const uint64_t old = l.cas(mgr, addr, rs.rkey(mgr), seen, clock);
+    seen = old == seen ? clock : std::max(seen, old);
   }
 }
 
