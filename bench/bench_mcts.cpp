@@ -1,19 +1,23 @@
 // bench_mcts: MCTS for Hex under the tree policies (issue 19; docs/mcts.md).
 //   loomrun -n P bench/bench_mcts [--quick] [--csv FILE] [--board N] [--K K] [--policy P,...]
-//                                 [--threads T] [--seconds S] [--match] [search flags]
+//                                 [--threads T] [--seconds S] [--match] [--model] [--model-from CSV]
+//                                 [search flags]
 // Throughput from the empty board and from 10 fixed mid-game positions, each search `--seconds`
 // long. Under loomrun -n P the run first measures local-np1-t1 and local-np1-t2 on rank 0 alone
 // while the other processes sleep, then each policy on every process: every ratio is taken in
 // one run. Rows (variant `<policy>-np<P>-t<T>`, size N): rollouts_per_s (empty board),
-// rollouts_per_s_mid, playouts_per_s, rollouts_per_cpu_s, speedup (rollouts_per_s over
+// rollouts_per_s_mid, rollouts_per_s_all (every position), playouts_per_s, rollouts_per_cpu_s, speedup (rollouts_per_s over
 // local-np1-t1's), and per rollout remote_calls, messages, bytes, misses, invalidations,
-// vl_collisions, depth; load_avg beside each. --match plays each policy against local-1t
-// (bench/mcts_match.cpp).
+// vl_collisions, depth, edges_read, bytes_fetched, released_blocks, worker_us (the workers' CPU time); load_avg beside each. --match
+// plays each policy against local-1t (bench/mcts_match.cpp); --model adds the tree policies' cost
+// model beside each row and its projection (bench/mcts_model.cpp), --model-from CSV the same with
+// the policies' fitted costs (extra_us) taken from another run's CSV (the smallest scale of a sweep).
 #include <sys/resource.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -21,6 +25,7 @@
 
 #include "bench/bench_common.hpp"
 #include "bench/mcts_match.hpp"
+#include "bench/mcts_model.hpp"
 #include "loom/mcts_shared_tree/hex.hpp"
 #include "loom/mcts_shared_tree/options.hpp"
 #include "loom/mcts_shared_tree/policies.hpp"
@@ -32,7 +37,8 @@ using mcts::Hex;
 namespace {
 
 struct Args {
-  bool quick = false, match = false;
+  bool quick = false, match = false, model = false;
+  std::string model_from;
   std::string csv;
   std::vector<mcts::TreePolicy> policies{mcts::TreePolicy::OwnerInvoked, mcts::TreePolicy::CachedShared, mcts::TreePolicy::Root};
   mcts::SearchFlags flags;
@@ -60,6 +66,11 @@ Args parse(int argc, char** argv) {
       a.quick = true;
     } else if (s == "--match") {
       a.match = true;
+    } else if (s == "--model") {
+      a.model = true;
+    } else if (s == "--model-from" && i + 1 < argc) {
+      a.model = true;
+      a.model_from = argv[++i];
     } else if (s == "--match-reference") {
       a.match = a.reference = true;
     } else if (a.match_options.take_flag(argc, argv, i)) {
@@ -69,11 +80,12 @@ Args parse(int argc, char** argv) {
     } else if (s == "--csv" && i + 1 < argc) {
       a.csv = argv[++i];
     } else {
-      fail("bench_mcts: unknown argument ", s, " (--quick, --csv FILE, --policy P[,P], --threads T, --seconds S, --match, --match-reference,\n", MatchOptions::kUsage, ",\n",
+      fail("bench_mcts: unknown argument ", s, " (--quick, --csv FILE, --policy P[,P], --threads T, --seconds S, --match, --match-reference, --model, --model-from CSV,\n", MatchOptions::kUsage, ",\n",
            mcts::search_flags_usage(), ")");
     }
   }
   if (a.flags.budget.seconds <= 0) fail("bench_mcts: throughput is measured with --seconds, not --rollouts");
+  if (!a.model_from.empty() && !std::ifstream(a.model_from)) fail("bench_mcts: --model-from ", a.model_from, ": cannot read it");
   if (a.quick && !a.seconds_given) a.flags.budget.seconds = 0.25;
   if (a.quick) a.match_options.quick();
   return a;
@@ -145,6 +157,7 @@ void add_rows(const std::string& variant, size_t n, const Measured& m, double ba
   const mcts::RolloutCounters& c = m.c;
   rows.push_back({variant, n, "rollouts_per_s", m.empty_rate, "1/s"});
   rows.push_back({variant, n, "rollouts_per_s_mid", m.mid_rate, "1/s"});
+  rows.push_back({variant, n, "rollouts_per_s_all", m.rollouts / m.seconds, "1/s"});
   rows.push_back({variant, n, "playouts_per_s", m.playouts / m.seconds, "1/s"});
   rows.push_back({variant, n, "rollouts_per_cpu_s", m.rollouts / m.cpu, "1/s"});
   rows.push_back({variant, n, "speedup", baseline > 0 ? m.empty_rate / baseline : 1.0, "x"});
@@ -156,6 +169,10 @@ void add_rows(const std::string& variant, size_t n, const Measured& m, double ba
   rows.push_back({variant, n, "invalidations", static_cast<double>(c.invalidations) / per, "per rollout"});
   rows.push_back({variant, n, "vl_collisions", static_cast<double>(c.vl_collisions) / per, "per rollout"});
   rows.push_back({variant, n, "depth", static_cast<double>(c.depth_sum) / per, "edges"});
+  rows.push_back({variant, n, "edges_read", static_cast<double>(c.edges_read) / per, "per rollout"});
+  rows.push_back({variant, n, "bytes_fetched", static_cast<double>(c.bytes_fetched) / per, "per rollout"});
+  rows.push_back({variant, n, "released_blocks", static_cast<double>(c.released_blocks) / per, "per rollout"});
+  rows.push_back({variant, n, "worker_us", static_cast<double>(c.worker_cpu_ns) / 1e3 / per, "us"});
   rows.push_back({variant, n, "load_avg", load_average(), ""});
 }
 
@@ -210,6 +227,8 @@ int main(int argc, char** argv) {
   }
   {
     objects::Context ctx(rt);
+    ModelInputs model;
+    if (a.model) model = measure_model_inputs(ctx, a.flags.search.region_block);
     for (mcts::TreePolicy p : a.policies) {
       if (p == mcts::TreePolicy::Local) {
         if (np != 1) fail("bench_mcts: --policy local is one process's tree (loomrun -n 1, --threads T)");
@@ -225,6 +244,7 @@ int main(int argc, char** argv) {
       variants.push_back(v);
       if (a.match) match_rows(rt, ctx, p, a.flags.search, a.match_options, rows);
     }
+    if (a.model && rt.rank() == 0) model_rows(model, ModelOptions{a.policies, np, threads, a.flags.search.in_flight, n, a.model_from}, rows);
   }
   if (rt.rank() == 0) {
     const double mid1 = value_of(rows, "local-np1-t1", "rollouts_per_s_mid");

@@ -138,10 +138,7 @@ void report_projection(const objects::Placements& c, objects::Scale s, std::vect
 
 void scale_rows(objects::Context& ctx, const ScaleOptions& o, std::vector<Row>& rows) {
   const objects::JobLayout l = objects::job_layout(ctx);
-  objects::Placements c;
-  c.self = objects::measure_components(ctx, 1000, 0);
-  if (l.node_peer != 0) c.node = objects::measure_components(ctx, 1000, l.node_peer);
-  if (l.wire_peer != 0) c.wire = objects::measure_components(ctx, 1000, l.wire_peer);
+  const objects::Placements c = objects::measure_placements(ctx, l, 1000);
   const size_t p = static_cast<size_t>(ctx.size()), keys = o.ops * p;
   std::map<std::string, std::vector<Figure>> figures;
   std::vector<bool> auto_cached;  // where each Auto map put its data

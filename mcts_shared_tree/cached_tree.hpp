@@ -80,6 +80,9 @@ class CachedSearch final : public Search<G> {
     const coherence::Stats after = ctx_.space().stats();
     total.misses = after.read_misses - before.read_misses;
     total.invalidations = after.invalidations - before.invalidations;
+    total.bytes_fetched = after.bytes_fetched - before.bytes_fetched;
+    total.released_blocks = after.released_blocks - before.released_blocks;
+    total.worker_cpu_ns = pool_.last_run_cpu_ns();
     total.messages = total.remote_calls;
     const RolloutCounters all = all_counters(total);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -127,6 +130,7 @@ class CachedSearch final : public Search<G> {
       const int i = h.edges == 0 ? -1 : select_edge(static_cast<int>(h.edges), [&](int e) { return summed(h.first + static_cast<uint32_t>(e)); },
                                                    cfg_.exploration, rng);
       if (i < 0) break;
+      rc.edges_read += h.edges;
       const uint32_t e = h.first + static_cast<uint32_t>(i);
       nodes_.add(e, EdgeStats::word(vl, 0));
       if (in_flight_[e].fetch_add(1, std::memory_order_relaxed) != 0) ++rc.vl_collisions;

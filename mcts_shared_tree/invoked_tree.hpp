@@ -111,6 +111,7 @@ class InvokedSearch final : public Search<G> {
     inv_.poll();  // results sent before their senders arrived (they matter to no one now)
     RolloutCounters rc;
     for (auto& w : workers_) rc.add(w->rc);
+    rc.worker_cpu_ns = pool_.last_run_cpu_ns();
     return finish(rc, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
 
@@ -275,6 +276,7 @@ class InvokedSearch final : public Search<G> {
       uint64_t* st = NodeLayout::stats(node);
       const int i = n == 0 ? -1 : select_edge(n, [&](int e) { return EdgeStats::of(st[e]); }, cfg_.exploration, w.rng);
       if (i < 0) return evaluate_and_report(w, sc, s);
+      w.rc.edges_read += static_cast<uint64_t>(n);
       const uint32_t k = cfg_.playouts, vl = cfg_.virtual_loss * k;
       if (NodeLayout::in_flight(node)[i]++ != 0) ++w.rc.vl_collisions;
       const uint32_t visits_before = EdgeStats::of(st[i]).visits;

@@ -85,6 +85,7 @@ class LocalTree {
       const int i = select_edge(n, [&](int e) { return EdgeStats::of(std::atomic_ref<uint64_t>(st[e]).load(std::memory_order_relaxed)); },
                                 cfg_.exploration, rng);
       if (i < 0) break;
+      rc.edges_read += static_cast<uint64_t>(n);
       if (std::atomic_ref<uint32_t>(NodeLayout::in_flight(node)[i]).fetch_add(1, std::memory_order_relaxed) != 0) ++rc.vl_collisions;
       const uint64_t before = std::atomic_ref<uint64_t>(st[i]).fetch_add(EdgeStats::word(vl, 0), std::memory_order_relaxed);
       path[depth++] = Step{node, i, g_.to_move(s)};
@@ -166,6 +167,7 @@ RolloutCounters run_workers(Tree& tree, WorkerPool& pool, Budget b, uint64_t see
   });
   RolloutCounters total;
   for (const auto& c : counters) total.add(c);
+  total.worker_cpu_ns = pool.last_run_cpu_ns();
   return total;
 }
 

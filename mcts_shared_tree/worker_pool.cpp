@@ -1,6 +1,7 @@
 #include "loom/mcts_shared_tree/worker_pool.hpp"
 
 #include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "loom/dsm/common/backoff.hpp"
@@ -20,6 +21,19 @@ T wait_for_change(const std::atomic<T>& word, T seen) {
     if (backoff.should_sleep()) word.wait(seen, std::memory_order_acquire);
     else backoff.spin_or_yield();
   }
+}
+
+uint64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// job(index), its CPU time added to `cpu_ns`.
+void timed(const std::function<void(int)>& job, int index, std::atomic<uint64_t>& cpu_ns) {
+  const uint64_t t0 = thread_cpu_ns();
+  job(index);
+  cpu_ns.fetch_add(thread_cpu_ns() - t0, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -54,9 +68,10 @@ WorkerPool::~WorkerPool() {
 void WorkerPool::run(const std::function<void(int)>& job) {
   job_ = &job;
   pending_.store(static_cast<int>(threads_.size()), std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);  // job_ and pending_ before the workers see the run
+  cpu_ns_.store(0, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);  // job_, pending_ and cpu_ns_ before the workers see the run
   generation_.notify_all();
-  job(0);
+  timed(job, 0, cpu_ns_);
   // Each worker's job happened before its releasing decrement; the acquiring loads here pair
   // with them, so the workers' results are visible when run returns.
   for (int left = pending_.load(std::memory_order_acquire); left != 0;) left = wait_for_change(pending_, left);
@@ -67,7 +82,7 @@ void WorkerPool::serve(int index) {
   for (;;) {
     seen = wait_for_change(generation_, seen);
     if (stop_) return;
-    (*job_)(index);
+    timed(*job_, index, cpu_ns_);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
     pending_.notify_one();  // the caller sleeps on every value, not only the last
   }

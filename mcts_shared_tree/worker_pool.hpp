@@ -34,6 +34,8 @@ class WorkerPool {
   // Runs job(w) on every worker w (job(0) on the caller) and returns when all have returned.
   // One run at a time, from one thread.
   void run(const std::function<void(int)>& job);
+  // The CPU time the workers spent in the last run's jobs, summed over them (nanoseconds).
+  uint64_t last_run_cpu_ns() const { return cpu_ns_.load(std::memory_order_relaxed); }
 
  private:
   void serve(int index);
@@ -42,6 +44,7 @@ class WorkerPool {
   const std::function<void(int)>* job_ = nullptr;  // written before generation_ moves (release)
   std::atomic<uint64_t> generation_{0};             // a run starts: workers wake on it
   std::atomic<int> pending_{0};                     // workers still in this run's job
+  std::atomic<uint64_t> cpu_ns_{0};                 // added to before each worker's releasing decrement of pending_
   bool stop_ = false;                               // written before the last generation_ move
 };
 

@@ -4,6 +4,7 @@
 
 #include "loom/dsm/common/error.hpp"
 #include "loom/dsm/fabric/fabric.hpp"
+#include "loom/objects/calibrate.hpp"
 
 namespace loom::objects {
 
@@ -28,6 +29,14 @@ JobLayout job_layout(Context& ctx) {
   l = ctx.runtime().bootstrap().allgather_value(l)[0];
   if (l.scale.nodes == 0) fail("objects: ", ctx.size(), " processes are not whole nodes of ", l.scale.ranks_per_node, " (rank 0's node)");
   return l;
+}
+
+Placements measure_placements(Context& ctx, const JobLayout& l, int iters) {
+  Placements c;
+  c.self = measure_components(ctx, iters, 0);
+  if (l.node_peer != 0) c.node = measure_components(ctx, iters, l.node_peer);
+  if (l.wire_peer != 0) c.wire = measure_components(ctx, iters, l.wire_peer);
+  return c;
 }
 
 double predict_at(const Placements& c, Scale s, Op op, Policy p, Level l, Writers w, size_t batch) {

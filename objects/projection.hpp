@@ -39,6 +39,9 @@ struct JobLayout {
   int wire_peer = 0;
 };
 JobLayout job_layout(Context& ctx);
+// Collective: the components against rank 0's own part, a part on its node and one across (those
+// the layout has), `iters` operations each.
+Placements measure_placements(Context& ctx, const JobLayout& l, int iters);
 
 // Microseconds per operation and process under a fixed policy, every process writing the object
 // (Writers::Many) or one alone; one at a time, or amortized over a batch.

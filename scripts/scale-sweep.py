@@ -2,7 +2,8 @@
 """Seed 001's node sweep on emulated nodes, beside the cost model's projection (docs/wire.md,
 "Past this machine: the node sweep").
 
-    scripts/scale-sweep.py [--build DIR] [--configs ib-edr:2:1,ib-edr:4:1,...] [--quick] [--out DIR]
+    scripts/scale-sweep.py [--build DIR] [--configs ib-edr:2:1,ib-edr:4:1,...] [--what containers,mcts]
+                           [--quick] [--out DIR]
 
 Each config is WIRE:NODES:RANKS_PER_NODE. For each it runs, under LOOM_WIRE=WIRE and
 `loomrun -n NODES*RANKS --emulate-nodes NODES`, `bench_objects --only scale`: every process (rows
@@ -11,13 +12,17 @@ under each policy and Auto, beside the projection's prediction (objects/projecti
 components measured in the same run, and the projection from 1 to 64 nodes. It writes
 DIR/scale-sweep.csv (variant@WIRE-nodesN[xR], size, metric, value, unit), prints the model's error
 per row and config, and plots the projection with the emulated points (DIR/scale-<wire>.png).
+
+With `mcts` in --what it also runs `bench_mcts --model` (11x11, every tree policy but local) at
+each config: the tree policies' model (mcts_shared_tree/projection.hpp) beside the measured
+rollouts, the policies' fitted costs (extra_us) taken from the wire's smallest config (--model-from), rows
+in DIR/scale-sweep-mcts.csv, the error per policy and config, and DIR/scale-mcts-<wire>.png.
 """
 import argparse
 import csv
 import os
 import subprocess
 import sys
-from collections import defaultdict
 
 import matplotlib
 
@@ -38,20 +43,94 @@ def parse_configs(text):
     return out
 
 
-def run_config(a, wire, nodes, rpn):
+def run_bench(a, wire, nodes, rpn, kind, args):
+    """Runs a benchmark under the wire on NODES emulated nodes of RPN ranks; its CSV's rows,
+    {(variant without the wire suffix, size, metric): value}, and the CSV's path."""
     name = f"{wire}-nodes{nodes}x{rpn}"
-    csv_path = os.path.join(a.out, f"scale-{name}.csv")
+    csv_path = os.path.join(a.out, f"{kind}-{name}.csv")
     env = dict(os.environ, LOOM_WIRE=wire)
-    cmd = [os.path.join(a.build, "loomrun"), "-n", str(nodes * rpn), "--emulate-nodes", str(nodes),
-           os.path.join(a.build, "bench/bench_objects"), "--only", "scale", "--csv", csv_path] + (["--quick"] if a.quick else [])
+    cmd = [os.path.join(a.build, "loomrun"), "-n", str(nodes * rpn), "--emulate-nodes", str(nodes)] + args(csv_path)
+    cmd += ["--quick"] if a.quick else []
     print("+ LOOM_WIRE=" + wire, " ".join(cmd), flush=True)
     with open(csv_path + ".log", "w") as log:
         r = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     if r.returncode != 0:
-        sys.exit(f"scale-sweep: {name} failed with status {r.returncode} (see {csv_path}.log)")
+        sys.exit(f"scale-sweep: {kind} at {name} failed with status {r.returncode} (see {csv_path}.log)")
     with open(csv_path, newline="") as f:
-        return name, [(row["variant"].split("@", 1)[0], int(row["size"]), row["metric"], float(row["value"]), row["unit"])
-                      for row in csv.DictReader(f)]
+        rows = {(row["variant"].split("@", 1)[0], int(row["size"]), row["metric"]): float(row["value"]) for row in csv.DictReader(f)}
+    return name, csv_path, rows
+
+
+def run_config(a, wire, nodes, rpn):
+    return run_bench(a, wire, nodes, rpn, "scale",
+                     lambda csv_path: [os.path.join(a.build, "bench/bench_objects"), "--only", "scale", "--csv", csv_path])
+
+
+MCTS_POLICIES = ["owner-invoked", "cached-shared", "root"]
+
+
+def run_mcts(a, wire, nodes, rpn, model_from):
+    return run_bench(a, wire, nodes, rpn, "mcts",
+                     lambda csv_path: [os.path.join(a.build, "bench/bench_mcts"), "--policy", ",".join(MCTS_POLICIES), "--csv", csv_path,
+                                       "--seconds", "0.25" if a.quick else "0.5"]
+                     + (["--model-from", model_from] if model_from else ["--model"]))
+
+
+def report_mcts(results, fitted):
+    """The tree policies: measured over model, host-adjusted (over root's share) and per worker CPU;
+    the share within 30% of the cells the fit did not come from (root's host-adjusted figure is 1
+    by definition)."""
+    print("\nMCTS: measured / model, rollouts/s over root's share (host) and a worker's CPU a rollout (cpu)")
+    inside = total = 0
+    for name, rows in results.items():
+        np = int(name.split("nodes")[1].split("x")[0]) * int(name.split("x")[-1])
+        for pol in MCTS_POLICIES:
+            v = f"{pol}-np{np}-t1"
+            host, cpu = rows.get((v, 11, "over_model_host")), rows.get((v, 11, "cpu_over_model"))
+            if host is None:
+                continue
+            checked = pol != "root" and name not in fitted
+            total += checked
+            inside += checked and abs(host - 1) <= 0.3
+            print(f"  {name:22s} {pol:14s} host {host:6.2f}  cpu {cpu:6.2f}{'' if checked else '  (fit or root: not a check)'}")
+    print(f"  host-adjusted within 30%: {inside} of {total}")
+
+
+def figure_mcts(results, wire, path):
+    """The model's projection from the wire's smallest run (lines) and the emulated runs (points:
+    the measured rate over root's share of its model, as if every worker had a core)."""
+    runs = {int(n[len(wire) + 6:].split("x")[0]): rows for n, rows in results.items() if n.startswith(wire + "-nodes") and n.endswith("x1")}
+    if not runs:
+        return
+    model = runs[min(runs)]
+    colors = dict(zip(MCTS_POLICIES, ["tab:orange", "tab:green", "tab:blue"]))
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for pol in MCTS_POLICIES:
+        pts = sorted((size, val) for (var, size, metric), val in model.items() if var == f"mcts-model/{pol}" and metric == "rollouts_per_s")
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colors[pol], label=f"{pol}: model")
+        xs = [n for n in sorted(runs) if runs[n].get((f"{pol}-np{n}-t1", 11, "over_model_host"))]
+        ys = [runs[n][(f"{pol}-np{n}-t1", 11, "over_model_host")] * runs[n][(f"{pol}-np{n}-t1", 11, "model_rollouts_per_s")] for n in xs]
+        ax.scatter(xs, ys, color=colors[pol], marker="o", label=f"{pol}: emulated, host-adjusted")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("nodes (one process each)")
+    ax.set_ylabel("the job's rollouts/s (Hex 11x11)")
+    ax.set_title(f"MCTS tree policies, {wire}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print("wrote", path)
+
+
+def write_rows(path, results):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["variant", "size", "metric", "value", "unit"])
+        for name, rows in results.items():
+            for (v, size, metric), value in sorted(rows.items()):
+                w.writerow([f"{v}@{name}", size, metric, value, ""])
 
 
 def report(results):
@@ -112,23 +191,37 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default="build/release")
     p.add_argument("--configs", default="ib-edr:2:1,ib-edr:4:1,ib-edr:8:1,ib-edr:2:2,tcp-10g:2:1,tcp-10g:4:1,tcp-10g:8:1")
+    p.add_argument("--what", default="containers,mcts", help="containers, mcts or both")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default="scale-sweep")
     a = p.parse_args()
+    what = set(a.what.split(","))
+    if not what or what - {"containers", "mcts"}:
+        sys.exit(f"scale-sweep: --what '{a.what}' names neither containers nor mcts")
     os.makedirs(a.out, exist_ok=True)
-    results = {}
-    for wire, nodes, rpn in parse_configs(a.configs):
-        name, rows = run_config(a, wire, nodes, rpn)
-        results[name] = {(v, size, metric): value for v, size, metric, value, _ in rows}
-    with open(os.path.join(a.out, "scale-sweep.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["variant", "size", "metric", "value", "unit"])
-        for name, rows in results.items():
-            for (v, size, metric), value in sorted(rows.items()):
-                w.writerow([f"{v}@{name}", size, metric, value, ""])
-    report(results)
-    for wire in sorted({c[0] for c in parse_configs(a.configs)}):
-        figure(results, wire, os.path.join(a.out, f"scale-{wire}.png"))
+    configs = parse_configs(a.configs)
+    wires = sorted({c[0] for c in configs})
+    if "containers" in what:
+        results = {}
+        for wire, nodes, rpn in configs:
+            name, _, rows = run_config(a, wire, nodes, rpn)
+            results[name] = rows
+        write_rows(os.path.join(a.out, "scale-sweep.csv"), results)
+        report(results)
+        for wire in wires:
+            figure(results, wire, os.path.join(a.out, f"scale-{wire}.png"))
+    if "mcts" in what:
+        results, first, fitted = {}, {}, set()
+        for wire, nodes, rpn in sorted(configs, key=lambda c: (c[0], c[1] * c[2], c[2])):
+            name, path, rows = run_mcts(a, wire, nodes, rpn, first.get(wire))
+            if wire not in first:
+                first[wire] = path
+                fitted.add(name)
+            results[name] = rows
+        write_rows(os.path.join(a.out, "scale-sweep-mcts.csv"), results)
+        report_mcts(results, fitted)
+        for wire in wires:
+            figure_mcts(results, wire, os.path.join(a.out, f"scale-mcts-{wire}.png"))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 // search's threads from search to search, and the node arena that keeps its memory.
 #include <gtest/gtest.h>
 
+#include <time.h>
+
 #include <atomic>
 #include <set>
 #include <thread>
@@ -23,6 +25,22 @@ TEST(WorkerPool, EveryRunRunsTheJobOnceOnEveryWorkerAndItsWritesAreSeenAfter) {
     pool.run([&](int w) { hits[static_cast<size_t>(w)] += 1; });
     for (int w = 0; w < 4; ++w) ASSERT_EQ(hits[static_cast<size_t>(w)], run) << "worker " << w;
   }
+}
+
+TEST(WorkerPool, ARunCountsItsWorkersCpuTime) {
+  WorkerPool pool(2, WorkerPool::any_core());
+  auto cpu_ns = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(t.tv_nsec);
+  };
+  pool.run([&](int) {  // each worker runs until it has had 5 ms more CPU
+    for (const uint64_t t0 = cpu_ns(); cpu_ns() - t0 < 5'000'000u;) {
+    }
+  });
+  EXPECT_GE(pool.last_run_cpu_ns(), 2 * 5'000'000u);
+  pool.run([](int) {});
+  EXPECT_LT(pool.last_run_cpu_ns(), 5'000'000u) << "each run counts its own time";
 }
 
 TEST(WorkerPool, TheSameThreadsServeEveryRun) {
