@@ -8,7 +8,7 @@
 // one run. Rows (variant `<policy>-np<P>-t<T>`, size N): rollouts_per_s (empty board),
 // rollouts_per_s_mid, rollouts_per_s_all (every position), playouts_per_s, rollouts_per_cpu_s, speedup (rollouts_per_s over
 // local-np1-t1's), and per rollout remote_calls, messages, bytes, misses, invalidations,
-// vl_collisions, depth, edges_read, bytes_fetched, released_blocks, worker_us (the workers' CPU time); load_avg beside each. --match
+// vl_collisions, depth, edges_read, edges_summed, bytes_fetched, released_blocks, worker_us (the workers' CPU time); load_avg beside each. --match
 // plays each policy against local-1t (bench/mcts_match.cpp); --model adds the tree policies' cost
 // model beside each row and its projection (bench/mcts_model.cpp), --model-from CSV the same with
 // the policies' fitted costs (extra_us) taken from another run's CSV (the smallest scale of a sweep).
@@ -172,6 +172,7 @@ void add_rows(const std::string& variant, size_t n, const Measured& m, double ba
   rows.push_back({variant, n, "edges_read", static_cast<double>(c.edges_read) / per, "per rollout"});
   rows.push_back({variant, n, "bytes_fetched", static_cast<double>(c.bytes_fetched) / per, "per rollout"});
   rows.push_back({variant, n, "released_blocks", static_cast<double>(c.released_blocks) / per, "per rollout"});
+  rows.push_back({variant, n, "edges_summed", static_cast<double>(c.edges_summed) / per, "per rollout"});
   rows.push_back({variant, n, "worker_us", static_cast<double>(c.worker_cpu_ns) / 1e3 / per, "us"});
   rows.push_back({variant, n, "load_avg", load_average(), ""});
 }

@@ -12,7 +12,7 @@ namespace {
 
 using mcts::TreePolicy;
 
-// The sum of `stripes` words of an edge, as CachedNodes::sum reads them (stripes an edge
+// The sum of `stripes` words of an edge, as CachedNodes::refresh reads them (stripes an edge
 // capacity apart), over nodes of `edges` edges at random places among the first `used` edges:
 // microseconds per word.
 double stripe_word_us(size_t stripes) {
@@ -65,7 +65,7 @@ mcts::RolloutProfile profile_of(const ModelInputs& in, const std::vector<Row>& r
   r.rollout_us = value(rows, "local-np1-t1", "worker_us");
   r.word_us = in.word_us, r.byte_us = in.byte_us;
   r.at = in.layout.scale, r.threads = threads, r.in_flight = in_flight;
-  r.edges = value(rows, v, "edges_read");
+  r.edges = value(rows, v, "edges_summed");
   r.calls = value(rows, v, "remote_calls");
   r.misses = value(rows, v, "misses"), r.bytes = value(rows, v, "bytes_fetched");
   r.released = value(rows, v, "released_blocks"), r.syncs = value(rows, v, "remote_calls");

@@ -12,8 +12,9 @@
 //              last acquire
 //
 // Each process publishes its words and learns the others' every `sync_every` rollouts
-// (CachedNodes::sync): write notices and leases keep the copies fresh in between, and MCTS only
-// needs them fresh enough. Virtual loss lives in the process's own words. The region's blocks
+// (CachedNodes::sync): a node's sums of the others' words are taken at its first visit after
+// each synchronization (CachedNodes::refresh) and kept until the next, and MCTS only needs them
+// fresh enough. Virtual loss lives in the process's own words. The region's blocks
 // are large (SearchConfig::region_block): a publication then costs a few faults, twins and diffs
 // for all the words a process wrote since the last one.
 #include <algorithm>
@@ -55,6 +56,7 @@ class CachedSearch final : public Search<G> {
   SearchResult search(const State& position, Budget budget) override {
     const auto t0 = std::chrono::steady_clock::now();
     const coherence::Stats before = ctx_.space().stats();
+    const uint64_t summed_before = nodes_.refreshed_edges();
     start(position);
     std::vector<RolloutCounters> rc(static_cast<size_t>(ctx_.runtime().threads_per_process()));
     const auto deadline = t0 + std::chrono::duration<double>(budget.seconds > 0 ? budget.seconds : 1e9);
@@ -83,6 +85,7 @@ class CachedSearch final : public Search<G> {
     total.bytes_fetched = after.bytes_fetched - before.bytes_fetched;
     total.released_blocks = after.released_blocks - before.released_blocks;
     total.worker_cpu_ns = pool_.last_run_cpu_ns();
+    total.edges_summed = nodes_.refreshed_edges() - summed_before;
     total.messages = total.remote_calls;
     const RolloutCounters all = all_counters(total);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -112,9 +115,9 @@ class CachedSearch final : public Search<G> {
                        [&](std::byte* p) { std::memcpy(p, legal, static_cast<size_t>(n) * 2); });
   }
 
-  // Edge e's statistics over every process's stripe (packed words add: no edge sees 2^32
-  // playouts).
-  EdgeStats summed(uint32_t e) const { return EdgeStats::of(nodes_.sum(e)); }
+  // Edge e's statistics over every process's stripe, the others' as of its node's last refresh
+  // (packed words add: no edge sees 2^32 playouts).
+  EdgeStats summed(uint32_t e) const { return EdgeStats::of(nodes_.summed(e)); }
 
   void rollout(Rng& rng, RolloutCounters& rc) {
     struct Step {
@@ -127,6 +130,7 @@ class CachedSearch final : public Search<G> {
     const uint32_t k = cfg_.playouts, vl = cfg_.virtual_loss * k;
     for (Node n = root_; n != 0 && depth < 512;) {
       const objects::CachedNodes::Head h = nodes_.head(n);
+      nodes_.refresh(h);
       const int i = h.edges == 0 ? -1 : select_edge(static_cast<int>(h.edges), [&](int e) { return summed(h.first + static_cast<uint32_t>(e)); },
                                                    cfg_.exploration, rng);
       if (i < 0) break;
@@ -187,6 +191,7 @@ class CachedSearch final : public Search<G> {
   std::vector<RootEdge> root_edges() {
     std::vector<RootEdge> out;
     const objects::CachedNodes::Head h = nodes_.head(root_);
+    nodes_.refresh(h);
     for (uint32_t i = 0; i < h.edges; ++i) {
       const EdgeStats e = summed(h.first + i);
       out.push_back(RootEdge{moves(nodes_, root_)[i], e.visits, e.wins});

@@ -12,9 +12,10 @@
 //                  records, the owners' node lookups, the starter's bookkeeping: `extra_us`);
 //                  a worker's `in_flight` rollouts travel together, so a call's latency counts
 //                  only when they all wait
-//   cached-shared  a local rollout, plus reading the other processes' statistic words of every
-//                  edge a selection reads, and per rollout its share of block misses (a round
-//                  trip and the block's bytes), releases of the blocks it wrote and acquires,
+//   cached-shared  a local rollout, plus summing the other processes' statistic words of a
+//                  node's edges at its first visit after each synchronization, and per rollout
+//                  its share of block misses (a round trip and the block's bytes), releases of
+//                  the blocks it wrote and acquires,
 //                  plus what the shared tree's layout costs beyond a local tree's (`extra_us`)
 //
 // `extra_us` is what the components do not price: fitted to one run (the smallest scale of a
@@ -34,7 +35,7 @@ struct RolloutProfile {
   // Counted per rollout at the scale `at` (a run's bench_mcts rows):
   objects::Scale at;
   int threads = 1;            // worker threads a process
-  double edges = 0;           // edges the selections read
+  double edges = 0;           // cached-shared: edges whose others' words were summed
   double calls = 0;           // owner-invoked: calls to another worker
   double misses = 0, bytes = 0;  // cached-shared: block fetches and their bytes
   double released = 0, syncs = 0;  // cached-shared: blocks released, synchronizations
@@ -43,7 +44,8 @@ struct RolloutProfile {
 
 // The counts at another scale: an owner-invoked path crosses to another worker at each step
 // with probability 1 - 1/workers; a cached-shared process fetches the blocks the others wrote
-// (in proportion to how many others there are) and releases its own (as many at any scale).
+// (in proportion to how many others there are), releases its own and sums the nodes it visits
+// once a synchronization (as many at any scale).
 RolloutProfile at_scale(const RolloutProfile& r, objects::Scale to);
 
 // Microseconds of one worker thread per rollout under the policy, at the profile's scale.

@@ -30,7 +30,7 @@ void RolloutCounters::add(const RolloutCounters& o) {
   remote_calls += o.remote_calls, messages += o.messages, bytes += o.bytes;
   misses += o.misses, invalidations += o.invalidations, vl_collisions += o.vl_collisions;
   edges_read += o.edges_read, bytes_fetched += o.bytes_fetched, released_blocks += o.released_blocks;
-  worker_cpu_ns += o.worker_cpu_ns;
+  worker_cpu_ns += o.worker_cpu_ns, edges_summed += o.edges_summed;
 }
 
 // Built with -fno-math-errno (CMakeLists.txt): the square roots and divisions vectorize.

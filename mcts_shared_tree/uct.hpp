@@ -77,6 +77,7 @@ struct RolloutCounters {
   uint64_t remote_calls = 0, messages = 0, bytes = 0, misses = 0, invalidations = 0, vl_collisions = 0;
   uint64_t edges_read = 0;  // edges the selections read (the sum of the nodes' edge counts along each path)
   uint64_t bytes_fetched = 0, released_blocks = 0;  // cached-shared: block data fetched, blocks released
+  uint64_t edges_summed = 0;  // cached-shared: edges whose other processes' words were summed (once a node and synchronization)
   uint64_t worker_cpu_ns = 0;  // the search's worker threads' CPU time
   void add(const RolloutCounters& o);
 };

@@ -38,6 +38,8 @@ CachedNodes::CachedNodes(Context& ctx, const Options& o)
   arena_ = static_cast<uint8_t*>(r_->allocate_local(o.arena_bytes, 64));
   arena_bytes_ = o.arena_bytes;
   known_ = std::make_unique<std::atomic<uint64_t>[]>(edges_);
+  others_ = std::make_unique<std::atomic<uint64_t>[]>(edges_);
+  summed_at_ = std::make_unique<std::atomic<uint64_t>[]>(edges_);
   ctx.process_barrier();
 }
 
@@ -62,6 +64,7 @@ void CachedNodes::reset() {
   std::fill_n(counters_ + mine_, used, uint64_t{0});
   if (ctx_.rank() == 0) edge_counter(generation_ + 2).store(0, coherence::Order::Relaxed);
   ++generation_;
+  epoch_.fetch_add(1, std::memory_order_release);  // the sums of the last generation's nodes
   std::lock_guard<std::mutex> g(mu_);
   arena_used_ = 0;
   next_edge_ = limit_edge_ = 0;
@@ -95,12 +98,31 @@ coherence::AtomicRef CachedNodes::word(size_t i) {
 
 coherence::AtomicRef CachedNodes::edge_counter(uint32_t generation) { return sp_.atomic_ref(&words_at_[generation % 3]); }
 
-void CachedNodes::sync() { sp_.atomic_ref(&words_at_[3]).fetch_add(1, coherence::Order::AcqRel); }
+void CachedNodes::sync() {
+  sp_.atomic_ref(&words_at_[3]).fetch_add(1, coherence::Order::AcqRel);
+  epoch_.fetch_add(1, std::memory_order_release);
+}
 
 void CachedNodes::sync_all() {
   sp_.atomic_ref(&words_at_[3]).fetch_add(1, coherence::Order::Release);
   ctx_.process_barrier();
   sp_.atomic_ref(&words_at_[3]).load(coherence::Order::Acquire);
+  epoch_.fetch_add(1, std::memory_order_release);
+}
+
+void CachedNodes::refresh(const Head& h) {
+  if (np_ == 1) return;  // no others: their sums stay 0
+  const uint64_t now = epoch_.load(std::memory_order_acquire);
+  std::atomic<uint64_t>& at = summed_at_[h.first];
+  uint64_t seen = at.load(std::memory_order_relaxed);
+  if (seen == now || !at.compare_exchange_strong(seen, now, std::memory_order_relaxed)) return;  // current, or being summed
+  for (uint64_t e = h.first; e < uint64_t{h.first} + h.edges; ++e) {
+    uint64_t s = 0;
+    for (size_t at_stripe = 0; at_stripe < np_ * edges_; at_stripe += edges_)
+      if (at_stripe != mine_) s += std::atomic_ref<uint64_t>(counters_[at_stripe + e]).load(std::memory_order_relaxed);
+    others_[e].store(s, std::memory_order_relaxed);
+  }
+  refreshed_edges_.fetch_add(h.edges, std::memory_order_relaxed);
 }
 
 uint64_t CachedNodes::stamp(Node n) const {

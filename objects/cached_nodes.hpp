@@ -9,7 +9,10 @@
 //             it), set once by CAS
 //   counters  one word per edge and process, plain region words; a process's words are its
 //             stripe, added to only by its own threads with the CPU's atomics and read by all:
-//             sum() adds this process's words as they are and the others' as of its last acquire
+//             sum() adds this process's words as they are and the others' as of its last acquire;
+//             refresh() and summed() keep the others' sum of a node's edges in this process's
+//             memory from one synchronization to the next (a search reads a node's every edge
+//             at every visit; the others' words change only at an acquire)
 //   words     a few region atomic words for the program's own counters
 //
 // A node's bytes reach another process with its maker's next release (sync): until a process's
@@ -98,7 +101,17 @@ class CachedNodes {
   void add(uint64_t edge, uint64_t delta) {
     std::atomic_ref<uint64_t>(counters_[mine_ + edge]).fetch_add(delta, std::memory_order_relaxed);
   }
-  // The edge's counters over every process's stripe.
+  // The others' words of node h's edges summed again when this process synchronized (sync,
+  // sync_all, reset) since they were last summed; one thread sums a node, and others reading its
+  // sums meanwhile see old and new ones (statistics, not data). Any thread.
+  void refresh(const Head& h);
+  // Edges whose others' words refresh summed, since the object was made (any thread).
+  uint64_t refreshed_edges() const { return refreshed_edges_.load(std::memory_order_relaxed); }
+  // The edge's counters: this process's word as it is, the others' as of the node's last refresh.
+  uint64_t summed(uint64_t edge) const {
+    return std::atomic_ref<uint64_t>(counters_[mine_ + edge]).load(std::memory_order_relaxed) + others_[edge].load(std::memory_order_relaxed);
+  }
+  // The edge's counters over every process's stripe, read now.
   uint64_t sum(uint64_t edge) const {
     uint64_t s = 0;
     for (size_t p = 0; p < np_; ++p) s += std::atomic_ref<uint64_t>(counters_[p * edges_ + edge]).load(std::memory_order_relaxed);
@@ -143,6 +156,12 @@ class CachedNodes {
   uint64_t next_edge_ = 0, limit_edge_ = 0;
   uint32_t generation_ = 0;
   std::unique_ptr<std::atomic<uint64_t>[]> known_;  // links this process saw ready (tagged)
+  // The epoch: this process's synchronizations so far, counted after each one's acquire (a
+  // releasing add that refresh's acquiring load pairs with).
+  std::atomic<uint64_t> epoch_{1};
+  std::atomic<uint64_t> refreshed_edges_{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> others_;      // per edge: the others' words at its node's last refresh
+  std::unique_ptr<std::atomic<uint64_t>[]> summed_at_;   // per node, at its first edge: the epoch of its last refresh
 };
 
 }  // namespace loom::objects

@@ -131,7 +131,8 @@ TEST_F(CachedNodesTest, AnEdgeLinksOnce) {
 }
 
 // Counters: every process adds to every edge; the sums after a publication are every
-// process's. A new generation reads zero and no link, however many edges the last one used,
+// process's, read now (sum) or refreshed per node (summed: the others' as of the node's refresh
+// after the last synchronization). A new generation reads zero and no link, however many edges the last one used,
 // and a process arriving late at it changes nothing. Seven generations take edges from each of
 // the three edge counters twice or more: a counter not zeroed for its next turn runs out of
 // edges (each generation here claims more than half of them).
@@ -143,9 +144,12 @@ TEST_F(CachedNodesTest, CountersSumAndAGenerationStartsClean) {
     CachedNodes::Node root = me() == 0 ? make(nodes, 100, 1) : 0;
     root = rt().bootstrap().allgather_value(root)[0];
     nodes.sync_all();
-    const uint32_t first = nodes.head(root).first;
+    const CachedNodes::Head head = nodes.head(root);
+    const uint32_t first = head.first;
+    nodes.refresh(head);
     for (uint32_t i = 0; i < 100; ++i) {
       EXPECT_EQ(nodes.sum(first + i), 0u) << "generation " << generation << ", edge " << i;
+      EXPECT_EQ(nodes.summed(first + i), 0u) << "refreshed: generation " << generation << ", edge " << i;
       EXPECT_EQ(nodes.known(first + i), 0u);
       EXPECT_FALSE(nodes.look(first + i).taken) << "the last generation's link";
     }
@@ -156,11 +160,16 @@ TEST_F(CachedNodesTest, CountersSumAndAGenerationStartsClean) {
     const int nodes_of_32 = static_cast<int>(small().edges) / 2 / 32 / np();
     for (int k = 0; k < nodes_of_32 + generation % 3; ++k) ASSERT_NE(make(nodes, 32, 2), 0u);
     for (uint32_t i = 0; i < 100; ++i) {
+      // Refreshed sums: this process's word at once, the others' as of the node's refresh.
+      const uint64_t was = nodes.summed(first + i);
       nodes.add(first + i, i + 1);
+      ASSERT_EQ(nodes.summed(first + i), was + i + 1);
       if (i % 2 == 0) nodes.link(first + i, make(nodes, 1, 3));
     }
     nodes.sync_all();
     for (uint32_t i = 0; i < 100; ++i) ASSERT_EQ(nodes.sum(first + i), static_cast<uint64_t>(np()) * (i + 1));
+    nodes.refresh(head);
+    for (uint32_t i = 0; i < 100; ++i) ASSERT_EQ(nodes.summed(first + i), static_cast<uint64_t>(np()) * (i + 1));
   }
   ctx().process_barrier();
 }

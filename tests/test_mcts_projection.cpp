@@ -54,7 +54,7 @@ TEST(MctsProjection, OwnerInvokedWaitsWhenTooFewRolloutsTravel) {
   EXPECT_DOUBLE_EQ(loom::mcts::rollout_us(c, TreePolicy::OwnerInvoked, r), 3 * 20 / 2.0);
 }
 
-TEST(MctsProjection, CachedSharedReadsEveryOtherProcesssWordsOfEachEdge) {
+TEST(MctsProjection, CachedSharedSumsEveryOtherProcesssWordsOfTheEdgesItRefreshes) {
   const Placements c = wire_placements();
   RolloutProfile r = profile({2, 1});
   r.misses = r.bytes = r.released = r.syncs = 0;
