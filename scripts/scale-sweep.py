@@ -77,23 +77,32 @@ def run_mcts(a, wire, nodes, rpn, model_from):
 
 
 def report_mcts(results, fitted):
-    """The tree policies: measured over model, host-adjusted (over root's share) and per worker CPU;
-    the share within 30% of the cells the fit did not come from (root's host-adjusted figure is 1
-    by definition)."""
-    print("\nMCTS: measured / model, rollouts/s over root's share (host) and a worker's CPU a rollout (cpu)")
-    inside = total = 0
+    """The tree policies: measured over model, host-adjusted (over root's share) and per worker CPU,
+    both with the counts of the run itself; and the projection's error, the host-adjusted point
+    over the line the wire's smallest run projects (its counts carried to this scale). The share
+    within 30% of the cells the fit did not come from (root's host-adjusted figure is 1 by
+    definition)."""
+    print("\nMCTS: measured / model, rollouts/s over root's share (host) and a worker's CPU a rollout (cpu);"
+          " proj: the point over the smallest run's projection")
+    smallest = {name.split("-nodes")[0]: name for name in fitted}
+    inside = projected = total = 0
     for name, rows in results.items():
         np = int(name.split("nodes")[1].split("x")[0]) * int(name.split("x")[-1])
+        base = results.get(smallest.get(name.split("-nodes")[0]), {})
         for pol in MCTS_POLICIES:
             v = f"{pol}-np{np}-t1"
             host, cpu = rows.get((v, 11, "over_model_host")), rows.get((v, 11, "cpu_over_model"))
             if host is None:
                 continue
+            line = base.get((f"mcts-model/{pol}", int(name.split("nodes")[1].split("x")[0]), "rollouts_per_s"))
+            proj = host * rows.get((v, 11, "model_rollouts_per_s"), 0) / line if line else None
             checked = pol != "root" and name not in fitted
             total += checked
             inside += checked and abs(host - 1) <= 0.3
-            print(f"  {name:22s} {pol:14s} host {host:6.2f}  cpu {cpu:6.2f}{'' if checked else '  (fit or root: not a check)'}")
-    print(f"  host-adjusted within 30%: {inside} of {total}")
+            projected += checked and proj is not None and abs(proj - 1) <= 0.3
+            print(f"  {name:22s} {pol:14s} host {host:6.2f}  cpu {cpu:6.2f}  proj {'-' if proj is None else f'{proj:5.2f}'}"
+                  f"{'' if checked else '  (fit or root: not a check)'}")
+    print(f"  host-adjusted within 30%: {inside} of {total}; projected within 30%: {projected} of {total}")
 
 
 def figure_mcts(results, wire, path):
