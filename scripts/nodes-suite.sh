@@ -63,7 +63,14 @@ run service env LOOM_EXPECT_BOOTSTRAP=rendezvous "$build/loomrun" $hosts --timeo
 run transmitter loomrun "$build/tests/test_transmitter"
 run invoke loomrun --threads 2 "$build/tests/test_invoke"
 run coherence loomrun "$build/tests/test_coherence" --gtest_filter="$(filter '*/CoherenceChecker.*:*/Coherence.*Lock*:*/Coherence.*Barrier*:*/RegionAtomics.*')"
-run objects loomrun "$build/tests/test_objects"
+# Auto objects read the cost model's components from a calibration of this job's fabric, as on a
+# cluster (docs/performance-at-scale.md, "What to expect on your cluster"); without one every
+# Context measures them itself, minutes each in the guests (the objects suite ran past its
+# timeout so). 100 operations a component: the suite needs a calibration, not a precise one.
+calibration="$build/nodes-calibration.txt"
+rm -f "$calibration"
+run calibrate loomrun "$build/loom-calibrate" --iters 100 --output "$calibration"
+LOOM_OBJECTS_CALIBRATION=$calibration run objects loomrun "$build/tests/test_objects"
 run mcts loomrun "$build/tests/test_mcts" --gtest_filter="$(filter '*Scripted*:*ImmediateWin*:*ByTime*')"
 nas_filter='*_S_floating_ts'
 [ "$mode" = full ] && nas_filter='*_S_*'   # class W under emulation would take hours
