@@ -107,6 +107,13 @@ inline double pingpong_rtt_us(Runtime& rt, int rounds) {
 }
 
 
+// The value of a row (variant, metric) in `rows`, 0 when there is none.
+inline double value_of(const std::vector<Row>& rows, const std::string& variant, const std::string& metric) {
+  for (const Row& r : rows)
+    if (r.variant == variant && r.metric == metric) return r.value;
+  return 0;
+}
+
 inline void write_csv(const std::string& path, const std::vector<Row>& rows) {
   std::ofstream f(path);
   f << "variant,size,metric,value,unit\n";

@@ -177,12 +177,6 @@ void add_rows(const std::string& variant, size_t n, const Measured& m, double ba
   rows.push_back({variant, n, "load_avg", load_average(), ""});
 }
 
-double value_of(const std::vector<Row>& rows, const std::string& variant, const std::string& metric) {
-  for (const Row& r : rows)
-    if (r.variant == variant && r.metric == metric) return r.value;
-  return 0;
-}
-
 void print_table(const std::vector<Row>& rows, const std::vector<std::string>& variants) {
   std::printf("\n%-26s %12s %12s %8s %8s %8s %8s %8s %8s %8s %6s\n", "variant", "rollouts/s", "mid", "x local", "x mid", "calls/r", "msgs/r",
               "misses/r", "vl/r", "depth", "load");

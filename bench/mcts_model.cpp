@@ -54,21 +54,16 @@ double wire_byte_us(objects::Context& ctx, int peer, size_t block) {
 
 std::string variant_of(TreePolicy p, int np, int threads) { return std::string(mcts::name(p)) + "-np" + std::to_string(np) + "-t" + std::to_string(threads); }
 
-double value(const std::vector<Row>& rows, const std::string& variant, const std::string& metric) {
-  for (const Row& r : rows)
-    if (r.variant == variant && r.metric == metric) return r.value;
-  return 0;
-}
-
 mcts::RolloutProfile profile_of(const ModelInputs& in, const std::vector<Row>& rows, const std::string& v, int threads, uint32_t in_flight) {
   mcts::RolloutProfile r;
-  r.rollout_us = value(rows, "local-np1-t1", "worker_us");
+  r.rollout_us = value_of(rows, "local-np1-t1", "worker_us");
   r.word_us = in.word_us, r.byte_us = in.byte_us;
   r.at = in.layout.scale, r.threads = threads, r.in_flight = in_flight;
-  r.edges = value(rows, v, "edges_summed");
-  r.calls = value(rows, v, "remote_calls");
-  r.misses = value(rows, v, "misses"), r.bytes = value(rows, v, "bytes_fetched");
-  r.released = value(rows, v, "released_blocks"), r.syncs = value(rows, v, "remote_calls");
+  r.edges = value_of(rows, v, "edges_summed");
+  r.calls = value_of(rows, v, "remote_calls");
+  r.misses = value_of(rows, v, "misses"), r.bytes = value_of(rows, v, "bytes_fetched");
+  r.released = value_of(rows, v, "released_blocks");
+  r.syncs = value_of(rows, v, "remote_calls");  // a cached-shared search counts its synchronizations there
   if (!v.starts_with("owner-invoked")) r.calls = 0;
   if (!v.starts_with("cached-shared")) r.misses = r.bytes = r.released = r.syncs = 0;
   return r;
@@ -110,7 +105,7 @@ void model_rows(const ModelInputs& in, const ModelOptions& o, std::vector<Row>& 
   // nothing and sends nothing during a search).
   const std::string root = variant_of(TreePolicy::Root, o.np, o.threads);
   const mcts::RolloutProfile root_profile = profile_of(in, rows, root, o.threads, o.in_flight);
-  const double root_share = value(rows, root, "rollouts_per_s_all") /
+  const double root_share = value_of(rows, root, "rollouts_per_s_all") /
                             mcts::rollouts_per_s(root_profile, mcts::rollout_us(in.c, TreePolicy::Root, root_profile));
   // A policy's profile at this run's scale, its extra cost fitted here (to a worker's time a
   // rollout, had it a core: the measured rate over root's share), and the one the model uses.
@@ -122,7 +117,7 @@ void model_rows(const ModelInputs& in, const ModelOptions& o, std::vector<Row>& 
     Modelled m;
     const std::string v = variant_of(p, o.np, o.threads);
     m.r = profile_of(in, rows, v, o.threads, o.in_flight);
-    const double measured = value(rows, v, "rollouts_per_s_all");
+    const double measured = value_of(rows, v, "rollouts_per_s_all");
     if (measured > 0 && root_share > 0) {
       const double workers = m.r.at.processes() * m.r.threads;
       m.fit = mcts::fit_extra_us(in.c, p, m.r, workers * 1e6 / (measured / root_share));
@@ -138,7 +133,7 @@ void model_rows(const ModelInputs& in, const ModelOptions& o, std::vector<Row>& 
     const mcts::RolloutProfile& r = m.r;
     const double us = m.us;
     out.push_back({v, o.board, "extra_us_fit", m.fit, "us"});
-    const double model = mcts::rollouts_per_s(r, us), measured = value(rows, v, "rollouts_per_s_all"), worker_us = value(rows, v, "worker_us");
+    const double model = mcts::rollouts_per_s(r, us), measured = value_of(rows, v, "rollouts_per_s_all"), worker_us = value_of(rows, v, "worker_us");
     const double host = root_share > 0 ? measured / model / root_share : 0;
     out.push_back({v, o.board, "model_rollouts_per_s", model, "1/s"});
     out.push_back({v, o.board, "over_model", measured / model, "x"});
