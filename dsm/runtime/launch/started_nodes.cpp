@@ -105,6 +105,13 @@ void StartedNodes::relay(Node& n, int which) {
   }
 }
 
+std::string StartedNodes::ranks_of(const Node& n) const {
+  int first = 0;
+  for (int i = 0; i < n.index; ++i) first += o_.hosts[static_cast<size_t>(i)].procs;
+  const int last = first + o_.hosts[static_cast<size_t>(n.index)].procs - 1;
+  return (first == last ? "rank " + std::to_string(first) : "ranks " + std::to_string(first) + "-" + std::to_string(last)) + " on " + n.host;
+}
+
 void StartedNodes::tick(bool job_over, std::chrono::milliseconds grace) {
   int st;
   pid_t p;
@@ -113,9 +120,11 @@ void StartedNodes::tick(bool job_over, std::chrono::milliseconds grace) {
       if (n.pid != p || !n.running) continue;
       n.running = false;
       if (job_over || (WIFEXITED(st) && WEXITSTATUS(st) == 0)) continue;
+      // Named as the rendezvous names a node it lost, whichever of the two notices first.
       const std::string what = n.remote ? "the remote shell for " + n.host : "the launcher of node " + std::to_string(n.index);
-      failures_.push_back(WIFEXITED(st) ? what + " exited with status " + std::to_string(WEXITSTATUS(st))
-                                        : what + " was killed by signal " + std::to_string(WTERMSIG(st)));
+      failures_.push_back("lost " + ranks_of(n) + ": " +
+                          (WIFEXITED(st) ? what + " exited with status " + std::to_string(WEXITSTATUS(st))
+                                         : what + " was killed by signal " + std::to_string(WTERMSIG(st))));
     }
   }
   if (!job_over) return;

@@ -1,7 +1,8 @@
 #pragma once
 // The node launchers a --hosts launcher starts: this host's directly, the others through the
 // remote shell. Their output (already prefixed with ranks) is relayed line by line; one that
-// ends badly before the job is over is a failure naming its host; once the job is over,
+// ends badly before the job is over is a failure naming its ranks and host, as the rendezvous
+// names a node it lost (whichever notices first reports); once the job is over,
 // those still running are ended (SIGTERM, SIGKILL a second later).
 #include <sys/types.h>
 
@@ -38,6 +39,8 @@ class StartedNodes {
     bool running = false;
   };
   void relay(Node& n, int which);
+  // "ranks 2-3 on b": the ranks node n runs and its host.
+  std::string ranks_of(const Node& n) const;
 
   const Options& o_;
   char** argv_;
