@@ -2,6 +2,7 @@
 // false sharing, threads, bad use, and a randomized checker of data-race-free programs against
 // a sequential replay in the observed lock and barrier order.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <array>
@@ -294,6 +295,42 @@ TEST(CoherenceDeathTest, FaultOutsideAnyRegion) {
   volatile uint8_t* beyond = s.address_space().reserve_base() + s.address_space().reserve_size() - 4096;
   EXPECT_DEATH({ (void)*beyond; }, "outside any region");
   s.destroy_region(r);
+}
+
+// The reserve lands where every process is free, even when the range the first process's kernel
+// would choose, and many below it, are taken in all the others (before, the first process's
+// choices were tried one below the other, 16 times, and the Space failed).
+TEST(CoherenceReserve, AvoidsRangesTakenInOtherProcesses) {
+  constexpr size_t kGiB = size_t{1} << 30;
+  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  void* probe = mmap(nullptr, kGiB, PROT_NONE, flags, -1, 0);
+  ASSERT_NE(probe, MAP_FAILED);
+  munmap(probe, kGiB);
+  const uint64_t first = rt().bootstrap().allgather_value(reinterpret_cast<uint64_t>(probe))[0];
+  std::vector<void*> blockers;  // 1 GiB pieces from 20 GiB below rank 0's choice to above it
+  if (me() != 0) {
+    for (int i = -20; i <= 1; ++i) {
+      void* want = reinterpret_cast<void*>(first + static_cast<int64_t>(i) * static_cast<int64_t>(kGiB));
+      void* got = mmap(want, kGiB, PROT_NONE, flags | MAP_FIXED_NOREPLACE, -1, 0);
+      if (got == want) blockers.push_back(got);  // else taken already, which blocks it as well
+      else if (got != MAP_FAILED) munmap(got, kGiB);
+    }
+  }
+  Config c = config_for(Policy::parse("floating-ts"));
+  c.reserve = kGiB;
+  {
+    Space s(rt(), c);
+    auto& r = s.create_region(1 << 20);
+    uint64_t a = reinterpret_cast<uint64_t>(r.base());
+    for (uint64_t v : rt().bootstrap().allgather_value(a)) EXPECT_EQ(v, a);
+    auto* x = r.new_array<uint64_t>(1);
+    if (me() == 0) *x = 42;
+    s.barrier();
+    EXPECT_EQ(*x, 42u);
+    s.barrier();
+    s.destroy_region(r);
+  }
+  for (void* b : blockers) munmap(b, kGiB);
 }
 
 // Two threads per process fault on the same blocks at once (run with --threads 2).

@@ -13,6 +13,7 @@
 
 #include "loom/dsm/common/fault_report.hpp"
 #include "loom/dsm/common/log.hpp"
+#include "loom/dsm/region/common_range.hpp"
 #include "loom/dsm/runtime/runtime.hpp"
 
 namespace loom::region {
@@ -25,6 +26,43 @@ thread_local int t_in_runtime = 0;
 size_t page_size() {
   static const size_t p = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   return p;
+}
+
+// Where this process's kernel would put a mapping of `bytes` (0 if it would not).
+uint64_t probe_for(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return 0;
+  munmap(p, bytes);
+  return reinterpret_cast<uint64_t>(p);
+}
+
+// Collective: every process describes its address space, all compute the same range free in
+// each (common_range.hpp) and map it; a range some process could not take after all (a thread
+// mapped there meanwhile, or a sanitizer refused it) is excluded and the next one tried.
+uint8_t* reserve_in_every_process(runtime::Bootstrap& boot, size_t reserve) {
+  constexpr size_t kAlign = size_t{1} << 21;
+  constexpr uint64_t kFloor = uint64_t{1} << 32;  // clear of the program and its heap
+  std::vector<AddressRange> tried;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::vector<uint64_t> words = encode_layout(read_own_layout(probe_for(reserve), reserve + kAlign));
+    auto all = boot.allgather(std::as_bytes(std::span(words)));
+    std::vector<MappedLayout> layouts;
+    for (size_t r = 0; r < all.size(); ++r) layouts.push_back(decode_layout(all[r], static_cast<int>(r)));
+    auto start = highest_common_gap(layouts, tried, reserve, kAlign, kFloor);
+    if (!start) return nullptr;  // the same answer in every process
+    void* want = reinterpret_cast<void*>(*start);
+    void* mine = mmap(want, reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (mine != MAP_FAILED && mine != want) {
+      munmap(mine, reserve);  // an old kernel that took the address as a hint only
+      mine = MAP_FAILED;
+    }
+    bool all_ok = true;
+    for (uint64_t v : boot.allgather_value(uint64_t{mine != MAP_FAILED})) all_ok = all_ok && v == 1;
+    if (all_ok) return static_cast<uint8_t*>(mine);
+    if (mine != MAP_FAILED) munmap(mine, reserve);
+    tried.push_back({*start, *start + reserve});
+  }
+  return nullptr;
 }
 
 void say(const char* s) {
@@ -187,36 +225,7 @@ AddressSpace::AddressSpace(runtime::Bootstrap& boot, size_t reserve, FaultSink& 
   AddressSpace* expected = nullptr;
   if (!g_space.compare_exchange_strong(expected, this)) fail("region: one address space per process at a time");
   reserve_size_ = reserve;
-  // Rank 0 lets the kernel pick; the others take the same range if it is free in them. On a
-  // conflict everyone tries again, keeping the failed ranges so the kernel picks elsewhere.
-  std::vector<void*> failed;
-  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-  for (int attempt = 0; attempt < 16 && reserve_ == nullptr; ++attempt) {
-    uint64_t addr = 0;
-    void* mine = MAP_FAILED;
-    if (boot.rank() == 0) {
-      mine = mmap(nullptr, reserve, PROT_NONE, flags, -1, 0);
-      if (mine != MAP_FAILED) addr = reinterpret_cast<uint64_t>(mine);
-    }
-    addr = boot.allgather_value(addr)[0];
-    if (addr == 0) break;
-    if (boot.rank() != 0) {
-      mine = mmap(reinterpret_cast<void*>(addr), reserve, PROT_NONE, flags | MAP_FIXED_NOREPLACE, -1, 0);
-      if (mine != MAP_FAILED && mine != reinterpret_cast<void*>(addr)) {
-        munmap(mine, reserve);  // an old kernel that took the address as a hint only
-        mine = MAP_FAILED;
-      }
-    }
-    uint64_t ok = mine != MAP_FAILED ? 1 : 0;
-    bool all_ok = true;
-    for (uint64_t v : boot.allgather_value(ok)) all_ok = all_ok && v == 1;
-    if (all_ok) {
-      reserve_ = static_cast<uint8_t*>(mine);
-    } else if (mine != MAP_FAILED) {
-      failed.push_back(mine);
-    }
-  }
-  for (void* f : failed) munmap(f, reserve);
+  reserve_ = reserve_in_every_process(boot, reserve);
   if (reserve_ == nullptr) {
     g_space.store(nullptr);
     fail("region: could not reserve ", reserve, " bytes of address space at one address in every process "
