@@ -96,25 +96,39 @@ void Space::Impl::free_region_state(RegionState* rs) {
 
 region::Region& Space::create_region(const region::RegionOptions& opt, const std::source_location& where) {
   rt_.collectives().enter("Space::create_region", where);
-  Impl& I = *impl_;
-  region::Region& r = I.as->create(opt);
+  return impl_->start_region(impl_->as->create(opt), false);
+}
+
+region::Region& Space::share_in_place(void* base, size_t size, size_t block_size, const std::source_location& where) {
+  rt_.collectives().enter("Space::share_in_place", where);
+  region::PlacedOptions o;
+  o.base = base;
+  o.size = size;
+  o.block_size = block_size;
+  return impl_->start_region(impl_->as->place(o), true);
+}
+
+// The protocol memory of a new region (made or placed by the AddressSpace): a placed region's
+// public copies start with its contents, which every process holds alike.
+region::Region& Space::Impl::start_region(region::Region& r, bool with_contents) {
   std::unique_ptr<RegionState> rs;
   try {
-    rs = I.make_region_state(r);
+    rs = make_region_state(r);
   } catch (...) {
-    I.as->destroy(r);
+    as->destroy(r);
     throw;
   }
+  if (with_contents) std::memcpy(rs->pub_local(0), r.runtime_block(0), r.size());
   uint64_t t0 = 0;
-  for (uint64_t t : rt_.bootstrap().allgather_value(I.acq_ts_relaxed())) t0 = std::max(t0, t);
-  I.init_blocks(*rs, t0);
-  if (I.n == 1) I.make_exclusive_alone(*rs);  // nobody to ask for a downgrade
-  rs->remote = rt_.bootstrap().allgather_value(locator_of(rs->mem, I.rank));
-  I.touch_peers(*rs);
+  for (uint64_t t : rt.bootstrap().allgather_value(acq_ts_relaxed())) t0 = std::max(t0, t);
+  init_blocks(*rs, t0);
+  if (n == 1) make_exclusive_alone(*rs);  // nobody to ask for a downgrade
+  rs->remote = rt.bootstrap().allgather_value(locator_of(rs->mem, rank));
+  touch_peers(*rs);
   RegionState* raw = rs.get();
-  I.install(std::move(rs));
-  I.expire_since(*raw, t0);
-  rt_.bootstrap().barrier();  // every directory is initialized before anyone uses it
+  install(std::move(rs));
+  expire_since(*raw, t0);
+  rt.bootstrap().barrier();  // every directory is initialized before anyone uses it
   return r;
 }
 

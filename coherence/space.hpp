@@ -153,6 +153,12 @@ class Space final : public region::FaultSink {
     o.local_bytes = local_bytes;
     return create_region(o, where);
   }
+  // Collective: a range the program already has (whole blocks, the same address and contents
+  // in every process, checked; a global array, a data segment) shared where it is, its
+  // contents the first version of every block. After destroy_region the range is this
+  // process's private memory again, holding what this process last saw.
+  region::Region& share_in_place(void* base, size_t size, size_t block_size = 4096,
+                                 const std::source_location& where = std::source_location::current());
   void destroy_region(region::Region& r, const std::source_location& where = std::source_location::current());
 
   Lock make_lock(const std::source_location& where = std::source_location::current());  // collective

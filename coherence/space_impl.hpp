@@ -117,6 +117,7 @@ struct Space::Impl {
 
   // ---- regions (regions.cpp) ----
   std::unique_ptr<RegionState> make_region_state(region::Region& r);
+  region::Region& start_region(region::Region& r, bool with_contents);
   void init_blocks(RegionState& rs, uint64_t t0);
   void expire_since(RegionState& rs, uint64_t t0);
   void touch_peers(RegionState& rs);

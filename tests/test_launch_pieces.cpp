@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -65,6 +66,31 @@ TEST(HostList, RendezvousAddress) {
   EXPECT_EQ(host, "node0");
   EXPECT_EQ(port, 29400);
   for (const char* bad : {"node0", ":80", "h:0", "h:70000", "h:x", "h:"}) EXPECT_THROW(split_host_port(bad, host, port), Error) << bad;
+}
+
+// The launcher of every other node gets the options that shape its processes.
+TEST(HostList, NodeCommandsCarryTheProcessOptions) {
+  char prog[] = "prog", arg[] = "--flag";
+  char* argv[] = {prog, arg, nullptr};
+  Options o;
+  o.hosts = {{"a", 2}, {"b", 3}};
+  o.threads = "2";
+  o.same_layout = true;
+  o.prefix = false;
+  o.program = 0;
+  const auto c = node_command(o, argv, 1, "198.18.0.1", 29400);
+  auto has = [&](const std::string& w) { return std::find(c.begin(), c.end(), w) != c.end(); };
+  EXPECT_TRUE(has("--same-layout"));
+  EXPECT_TRUE(has("--no-prefix"));
+  ASSERT_TRUE(has("--threads"));
+  EXPECT_EQ(*(std::find(c.begin(), c.end(), "--threads") + 1), "2");
+  EXPECT_EQ(*(std::find(c.begin(), c.end(), "-n") + 1), "3");
+  ASSERT_GE(c.size(), 3u);
+  EXPECT_EQ(c[c.size() - 3], "--");
+  EXPECT_EQ(c.back(), "--flag");
+  o.same_layout = false;
+  const auto d = node_command(o, argv, 0, "198.18.0.1", 29400);
+  EXPECT_EQ(std::find(d.begin(), d.end(), "--same-layout"), d.end());
 }
 
 TEST(HostList, ShellQuotingSurvivesTheRemoteShell) {

@@ -51,6 +51,13 @@ struct RegionOptions {
   size_t local_bytes = SIZE_MAX;
 };
 
+// A range shared in place (AddressSpace::place): whole blocks at the same address everywhere.
+struct PlacedOptions {
+  void* base = nullptr;
+  size_t size = 0;
+  size_t block_size = 4096;
+};
+
 class Region {
  public:
   Region(const Region&) = delete;
@@ -120,6 +127,8 @@ class Region {
   }
 
   size_t local_arena_bytes() const { return local_bytes_; }
+  // Shared in place (AddressSpace::place): no arenas, every block managed round-robin.
+  bool placed() const { return placed_; }
   size_t collective_arena_bytes() const { return collective_bytes_; }
 
  private:
@@ -132,6 +141,7 @@ class Region {
   size_t block_ = 0;
   int shift_ = 0;
   int fd_ = -1;
+  bool placed_ = false;
   int rank_ = 0;
   int nprocs_ = 1;
   size_t collective_bytes_ = 0;
@@ -157,6 +167,11 @@ class AddressSpace {
 
   // Collective: same options in every process (checked). Blocks start readable (zero).
   Region& create(const RegionOptions& opt);
+  // Collective: a range this program already has (its data segment, a global array) becomes a
+  // region where it is, with its current contents, in every process. The range must be the
+  // same, hold the same contents in every process (checked) and not change while this runs; it
+  // stays the program's memory after destroy, with the region's last contents in this process.
+  Region& place(const PlacedOptions& opt);
   // Collective.
   void destroy(Region& r);
   // The region holding p, or nullptr. Lock-free: the fault handler calls it.
@@ -168,6 +183,8 @@ class AddressSpace {
   static constexpr int kMaxRegions = 64;
 
  private:
+  Region& install(uint8_t* base, size_t size, size_t block, size_t local, bool placed);
+  void release_range(Region& r);
   runtime::Bootstrap& boot_;
   FaultSink& sink_;
   uint8_t* reserve_ = nullptr;

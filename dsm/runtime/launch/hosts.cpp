@@ -106,6 +106,7 @@ std::vector<std::string> node_command(const Options& o, char** argv, int k, cons
   if (!o.provider.empty()) c.insert(c.end(), {"--provider", o.provider});
   if (o.timeout_s > 0) c.insert(c.end(), {"--timeout", std::to_string(o.timeout_s)});
   if (!o.prefix) c.push_back("--no-prefix");
+  if (o.same_layout) c.push_back("--same-layout");
   c.push_back("--");
   for (char** a = argv + o.program; *a != nullptr; ++a) c.emplace_back(*a);
   return c;

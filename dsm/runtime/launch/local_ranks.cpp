@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -118,6 +119,10 @@ bool LocalRanks::start() {
       if (!o_.provider.empty()) setenv("LOOM_PROVIDER", o_.provider.c_str(), 1);
       if (o_.emulate_nodes > 0) setenv("LOOM_EMULATE_NODES", std::to_string(o_.emulate_nodes).c_str(), 1);
       signal(SIGPIPE, SIG_DFL);
+      if (o_.same_layout && personality(static_cast<unsigned long>(personality(0xffffffff)) | ADDR_NO_RANDOMIZE) == -1) {
+        std::fprintf(stderr, "loomrun: --same-layout: cannot turn address randomization off: %s\n", std::strerror(errno));
+        _exit(127);
+      }
       execvp(argv_[o_.program], argv_ + o_.program);
       std::fprintf(stderr, "loomrun: cannot execute %s: %s\n", argv_[o_.program], std::strerror(errno));
       _exit(127);

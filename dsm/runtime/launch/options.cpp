@@ -29,6 +29,9 @@ void usage() {
                "  --provider P    fabric provider (sets LOOM_PROVIDER)\n"
                "  --emulate-nodes K  split the ranks over K emulated nodes joined by the wire\n"
                "                  LOOM_WIRE names (one host, shm; sets LOOM_EMULATE_NODES)\n"
+               "  --same-layout   start every process without address randomization, so the same\n"
+               "                  program has its code, data and heap at the same addresses in each\n"
+               "                  (for sharing globals in place: Space::share_in_place)\n"
                "  --timeout S     end the job with an error after S seconds\n"
                "  --no-prefix     do not prefix output lines with [rank]\n");
 }
@@ -151,6 +154,7 @@ Options parse_options(int argc, char** argv) {
       else if (a == "--emulate-nodes") o.emulate_nodes = parse_number(value("--emulate-nodes"), "--emulate-nodes", 1, 1024);
       else if (a == "--timeout") o.timeout_s = parse_timeout(value("--timeout"));
       else if (a == "--no-prefix") o.prefix = false;
+      else if (a == "--same-layout") o.same_layout = true;
       else if (a == "--hosts") o.hosts = parse_host_list(value("--hosts"));
       else if (a == "--hostfile") hostfile = value("--hostfile");
       else if (a == "--rsh") o.rsh = value("--rsh");

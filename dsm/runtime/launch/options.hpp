@@ -21,6 +21,7 @@ struct Options {
   int emulate_nodes = 0;          // 0: none (--emulate-nodes K sets LOOM_EMULATE_NODES)
   double timeout_s = 0;           // 0: none
   bool prefix = true;
+  bool same_layout = false;       // children start with ADDR_NO_RANDOMIZE
   int program = 0;                // argv index of the program
   // --hosts / --hostfile
   std::vector<HostSlot> hosts;
