@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "loom/dsm/common/error.hpp"
+#include "loom/omp/program_data.hpp"
 #include "loom/omp/schedule.hpp"
 
+using loom::omp::PageRange;
 using loom::omp::guided_chunk;
 using loom::omp::IterRange;
 using loom::omp::LoopBounds;
@@ -97,4 +99,49 @@ TEST(OmpLoops, GuidedChunksShrinkToTheMinimum) {
     ++chunks;
   }
   EXPECT_LT(chunks, 1000u / 4);
+}
+
+namespace {
+
+ElfW(Phdr) header(uint32_t type, uint32_t flags, uint64_t vaddr, uint64_t memsz) {
+  ElfW(Phdr) h{};
+  h.p_type = type;
+  h.p_flags = flags;
+  h.p_vaddr = vaddr;
+  h.p_memsz = memsz;
+  return h;
+}
+
+int g_initialized_global = 7;
+int g_zeroed_global[100];
+
+}  // namespace
+
+// The layout the toolchain makes with -z now: RELRO up to a page boundary, then .data and .bss.
+TEST(OmpProgramData, TheWritableSegmentLessRelroInWholePages) {
+  std::vector<ElfW(Phdr)> ph = {header(PT_LOAD, PF_R | PF_X, 0x1000, 0x1d9), header(PT_LOAD, PF_R | PF_W, 0x3d80, 0x1260),
+                                header(PT_GNU_RELRO, PF_R, 0x3d80, 0x280)};
+  EXPECT_EQ(loom::omp::writable_data(ph, 0x555555554000, 4096), (PageRange{0x555555558000, 0x555555559000}));
+  // No RELRO: from the segment's first page.
+  ph.pop_back();
+  EXPECT_EQ(loom::omp::writable_data(ph, 0, 4096), (PageRange{0x3000, 0x5000}));
+  // Everything read-only after relocation, two writable segments, none: nothing to share.
+  EXPECT_FALSE(loom::omp::writable_data(std::vector<ElfW(Phdr)>{header(PT_LOAD, PF_R | PF_W, 0x3000, 0x1000),
+                                                                 header(PT_GNU_RELRO, PF_R, 0x3000, 0x1000)},
+                                        0, 4096));
+  EXPECT_FALSE(loom::omp::writable_data(std::vector<ElfW(Phdr)>{header(PT_LOAD, PF_R | PF_W, 0x3000, 0x100),
+                                                                 header(PT_LOAD, PF_R | PF_W, 0x9000, 0x100)},
+                                        0, 4096));
+  EXPECT_FALSE(loom::omp::writable_data(std::vector<ElfW(Phdr)>{header(PT_LOAD, PF_R, 0x1000, 0x100)}, 0, 4096));
+}
+
+TEST(OmpProgramData, TheRunningProgramsGlobalsAreInside) {
+  auto r = loom::omp::program_data();
+  ASSERT_TRUE(r);
+  auto inside = [&](const void* p) { return reinterpret_cast<uintptr_t>(p) >= r->start && reinterpret_cast<uintptr_t>(p) < r->end; };
+  EXPECT_TRUE(inside(&g_initialized_global));
+  EXPECT_TRUE(inside(&g_zeroed_global[99]));
+  EXPECT_FALSE(inside(&r));  // the stack
+  EXPECT_EQ(r->start % 4096, 0u);
+  EXPECT_EQ(r->end % 4096, 0u);
 }
