@@ -1,0 +1,176 @@
+#include "loom/omp/team.hpp"
+
+#include <functional>
+
+#include "loom/dsm/common/error.hpp"
+#include "loom/dsm/runtime/runtime.hpp"
+
+namespace loom::omp {
+namespace {
+
+// A worksharing word: the construct's tag (which use of the word) above the count of
+// iterations handed out (or 1 for a `single` taken).
+constexpr int kNextBits = 40;
+constexpr uint64_t kNextMask = (uint64_t{1} << kNextBits) - 1;
+constexpr uint64_t kTagMask = (uint64_t{1} << (64 - kNextBits)) - 1;
+
+// Tags count up modulo 2^24: `a` is newer than `b` when it is ahead by less than half the range.
+bool newer(uint64_t a, uint64_t b) { return a != b && ((a - b) & kTagMask) < kTagMask / 2; }
+
+}  // namespace
+
+// Written by rank 0's master before the fork barrier, read by every thread after it.
+struct Team::Descriptor {
+  uint64_t seq;  // regions started
+  uint64_t fn;
+  uint64_t data;
+  uint64_t end;  // the team has ended: leave
+};
+
+struct Team::ThreadState {
+  Team* team = nullptr;
+  int num = 0;
+  uint64_t constructs = 0;  // worksharing constructs this thread has met (the same count in every thread)
+  struct Loop {
+    uint64_t construct = 0, n = 0, chunk = 0, trip = 0;
+    ScheduleKind kind = ScheduleKind::Static;
+  } loop;
+};
+
+Team::ThreadState& Team::state() {
+  thread_local ThreadState s;
+  return s;
+}
+
+Team::Team(coherence::Space& space) : space_(space) {
+  Runtime& rt = space.runtime();
+  rank_ = rt.rank();
+  per_process_ = rt.threads_per_process();
+  size_ = rt.size() * per_process_;
+  const auto here = reinterpret_cast<uint64_t>(&Team::current);
+  for (uint64_t a : rt.bootstrap().allgather_value(here))
+    if (a != here)
+      fail("omp: the processes run the program at different addresses; start them with one layout "
+           "(loomrun --same-layout, or setarch -R under another launcher)");
+  control_ = &space.create_region(3 * 4096, 4096, 0);
+  desc_ = static_cast<Descriptor*>(control_->allocate(sizeof(Descriptor), 64));
+  words_ = space.new_atomic_words(*control_, kWords);
+  unnamed_ = space.make_lock();
+  for (size_t i = 0; i < kNamedLocks; ++i) named_.push_back(space.make_lock());
+  state() = ThreadState{};  // this thread's count of constructs starts with the team's words
+  for (int t = 1; t < per_process_; ++t) threads_.push_back(rt.spawn_at(t, "omp-thread", [this, t] { run_regions(t); }));
+}
+
+Team::~Team() {
+  if (rank_ == 0) {
+    desc_->end = 1;
+    space_.barrier();  // the fork barrier every thread waits in: they read `end` and leave
+  }
+  for (auto& t : threads_) t.join();
+  space_.destroy_region(*control_);
+}
+
+Team* Team::current() { return state().team; }
+int Team::thread_num() { return state().num; }
+
+void Team::parallel(Outlined fn, void* data, unsigned requested) {
+  if (rank_ != 0) fail("omp: a parallel region starts on rank 0's master; rank ", rank_, " serves regions (Team::serve)");
+  if (state().team != nullptr) fail("omp: Team::parallel inside a region (nested regions are run by the ABI layer, serialized)");
+  if (requested != 0 && requested != static_cast<unsigned>(size_))
+    fail("omp: a team of ", requested, " threads; every region runs on all ", size_,
+         " threads of the job (processes x threads per process)");
+  desc_->fn = reinterpret_cast<uint64_t>(fn);
+  desc_->data = reinterpret_cast<uint64_t>(data);
+  desc_->seq += 1;
+  space_.barrier();  // fork: the descriptor is released to every thread
+  run_region(0);
+}
+
+void Team::serve() {
+  if (rank_ == 0) fail("omp: rank 0's master runs the program; Team::serve is for the other ranks");
+  run_regions(0);
+}
+
+void Team::run_regions(int index) {
+  while (true) {
+    space_.barrier();  // fork: pairs with the master's in parallel() (or its end in ~Team)
+    if (desc_->end != 0) return;
+    run_region(index);
+  }
+}
+
+// One region on this thread: the outlined function, then the join.
+void Team::run_region(int index) {
+  ThreadState& s = state();
+  s.team = this;
+  s.num = rank_ * per_process_ + index;
+  const auto fn = reinterpret_cast<Outlined>(desc_->fn);
+  void* data = reinterpret_cast<void*>(desc_->data);
+  fn(data);
+  s.team = nullptr;
+  s.num = 0;
+  space_.barrier();  // join: every thread's writes in the region are released to all
+}
+
+void Team::barrier() { space_.barrier(); }
+
+coherence::AtomicRef Team::word_for(uint64_t construct, uint64_t& tag) {
+  tag = (construct / kWords + 1) & kTagMask;
+  return space_.atomic_ref(&words_[construct % kWords]);
+}
+
+bool Team::single_start() {
+  ThreadState& s = state();
+  uint64_t tag = 0;
+  auto w = word_for(s.constructs++, tag);
+  uint64_t cur = w.load();
+  while (true) {
+    const uint64_t seen = cur >> kNextBits;
+    if (seen == tag) return false;
+    if (newer(seen, tag)) fail_ahead();
+    const uint64_t old = w.compare_swap(cur, (tag << kNextBits) | 1);
+    if (old == cur) return true;
+    cur = old;
+  }
+}
+
+void Team::loop_start(uint64_t n, ScheduleKind kind, uint64_t chunk) {
+  if (n > kNextMask) fail("omp: a loop of ", n, " iterations; this layer hands out at most 2^40 - 1");
+  ThreadState& s = state();
+  s.loop = ThreadState::Loop{s.constructs++, n, chunk, 0, kind};
+}
+
+std::optional<IterRange> Team::loop_next() {
+  ThreadState& s = state();
+  ThreadState::Loop& l = s.loop;
+  if (l.kind == ScheduleKind::Static || l.kind == ScheduleKind::Auto) return static_range(l.n, size_, s.num, l.chunk, l.trip++);
+  uint64_t tag = 0;
+  auto w = word_for(l.construct, tag);
+  uint64_t cur = w.load();
+  while (true) {
+    const uint64_t seen = cur >> kNextBits;
+    if (seen != tag && newer(seen, tag)) fail_ahead();
+    const uint64_t next = seen == tag ? (cur & kNextMask) : 0;  // an older tag: this loop's first chunk
+    if (next >= l.n) return std::nullopt;
+    const uint64_t take = l.kind == ScheduleKind::Guided ? guided_chunk(l.n - next, size_, l.chunk)
+                                                         : std::min(std::max<uint64_t>(l.chunk, 1), l.n - next);
+    const uint64_t old = w.compare_swap(cur, (tag << kNextBits) | (next + take));
+    if (old == cur) return IterRange{next, next + take};
+    cur = old;
+  }
+}
+
+void Team::fail_ahead() const {
+  fail("omp: a thread is more than ", kWords, " worksharing constructs ahead of another (constructs with nowait and no "
+       "barrier between them); this layer keeps ", kWords, " in flight");
+}
+
+coherence::Lock& Team::lock_for(const void* name) {
+  if (name == nullptr) return unnamed_;
+  return named_[std::hash<const void*>{}(name) % kNamedLocks];
+}
+
+void Team::critical_start(const void* name) { lock_for(name).lock(); }
+void Team::critical_end(const void* name) { lock_for(name).unlock(); }
+
+}  // namespace loom::omp

@@ -1,0 +1,79 @@
+#pragma once
+// The OpenMP team across processes. Every process contributes the runtime's threads per process
+// (loomrun --threads T); the team is P x T threads, numbered rank x T + the thread's index, and
+// rank 0's thread 0 is the program's master. A parallel region is a descriptor the master writes
+// into a shared region and two Space barriers around the outlined function (fork and join).
+// Worksharing takes its shared state from atomic words made with the team: the k-th construct
+// every thread meets uses word k mod kWords, tagged with k / kWords, so no construct needs a
+// collective set-up; locks serve `critical`.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "loom/coherence/space.hpp"
+#include "loom/omp/schedule.hpp"
+
+namespace loom::omp {
+
+using Outlined = void (*)(void*);
+
+class Team {
+ public:
+  static constexpr size_t kWords = 256;       // worksharing constructs in flight without a barrier
+  static constexpr size_t kNamedLocks = 16;   // named criticals hash onto these
+
+  // Collective, by one thread of each process (its main thread): makes the team's shared state
+  // and starts this process's other threads, which wait for regions. Every process must run
+  // the same program at the same addresses (loomrun --same-layout; checked).
+  explicit Team(coherence::Space& space);
+  // Collective: on rank 0 it ends the team (the others' serve() returns); joins the threads.
+  ~Team();
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
+
+  // Rank 0's master: fn(data) on every thread of the team, this one as thread 0; returns after
+  // the join. `data` must be readable by every process (in a shared region). A team of another
+  // size than size() is refused: every thread of every process takes part in the barriers.
+  void parallel(Outlined fn, void* data, unsigned requested = 0);
+  // Every process but rank 0, main thread: serves regions until the team ends.
+  void serve();
+
+  int size() const { return size_; }
+  // The calling thread's team and number in the current region (nullptr and 0 outside one).
+  static Team* current();
+  static int thread_num();
+
+  // ---- inside a region, called by every thread of the team in the same order ----
+  void barrier();
+  // True for the first thread to reach this `single`.
+  bool single_start();
+  // Starts a dynamic or guided loop over `n` iterations (its chunks from one shared counter),
+  // then hands out its chunks; nullopt when none is left.
+  void loop_start(uint64_t n, ScheduleKind kind, uint64_t chunk);
+  std::optional<IterRange> loop_next();
+  void critical_start(const void* name = nullptr);
+  void critical_end(const void* name = nullptr);
+
+ private:
+  struct Descriptor;
+  struct ThreadState;
+  static ThreadState& state();
+  void run_regions(int index);
+  void run_region(int index);
+  coherence::AtomicRef word_for(uint64_t construct, uint64_t& tag);
+  [[noreturn]] void fail_ahead() const;
+  coherence::Lock& lock_for(const void* name);
+
+  coherence::Space& space_;
+  int rank_ = 0, per_process_ = 1, size_ = 1;
+  region::Region* control_ = nullptr;
+  Descriptor* desc_ = nullptr;
+  uint64_t* words_ = nullptr;  // kWords atomic words in control_
+  coherence::Lock unnamed_;
+  std::vector<coherence::Lock> named_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace loom::omp
