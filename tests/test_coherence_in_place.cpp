@@ -3,6 +3,7 @@
 // globals are at one address in every process; without it (address randomization) sharing them
 // is refused with an error naming the ranks' addresses.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -86,6 +87,27 @@ TEST_P(CoherenceInPlace, GlobalsAreSharedWhereTheyAre) {
   EXPECT_EQ(g_with_contents[5], 55u);
   g_with_contents[6] = static_cast<uint64_t>(me());
   EXPECT_EQ(g_with_contents[6], static_cast<uint64_t>(me()));
+}
+
+// Memory mapped at a common address needs no common layout: shared in place, written by every
+// process, and still there (private, with the last contents) after the region ends.
+TEST_P(CoherenceInPlace, MemoryAtACommonAddressIsSharedInPlace) {
+  Space& s = space();
+  constexpr size_t kBytes = size_t{4} << 20;
+  uint8_t* mem = loom::region::map_at_common_address(rt().bootstrap(), kBytes, true);
+  ASSERT_NE(mem, nullptr);
+  EXPECT_TRUE(same_address_everywhere(mem));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(mem) % (size_t{2} << 20), 0u);
+  auto* words = reinterpret_cast<uint64_t*>(mem);
+  auto& r = s.share_in_place(mem, kBytes);
+  words[static_cast<size_t>(me()) * 4096] = static_cast<uint64_t>(me()) + 1;  // a block each
+  s.barrier();
+  for (int p = 0; p < np(); ++p) EXPECT_EQ(words[static_cast<size_t>(p) * 4096], static_cast<uint64_t>(p) + 1);
+  s.barrier();
+  s.destroy_region(r);
+  for (int p = 0; p < np(); ++p) EXPECT_EQ(words[static_cast<size_t>(p) * 4096], static_cast<uint64_t>(p) + 1);
+  words[1] = 9;  // private and writable
+  EXPECT_EQ(munmap(mem, kBytes), 0);
 }
 
 LOOM_FOR_EACH_POLICY(CoherenceInPlace);

@@ -28,35 +28,6 @@ uint64_t probe_for(size_t bytes) {
   return reinterpret_cast<uint64_t>(p);
 }
 
-// Collective: every process describes its address space, all compute the same range free in
-// each (common_range.hpp) and map it; a range some process could not take after all (a thread
-// mapped there meanwhile, or a sanitizer refused it) is excluded and the next one tried.
-uint8_t* reserve_in_every_process(runtime::Bootstrap& boot, size_t reserve) {
-  constexpr size_t kAlign = size_t{1} << 21;
-  constexpr uint64_t kFloor = uint64_t{1} << 32;  // clear of the program and its heap
-  std::vector<AddressRange> tried;
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    std::vector<uint64_t> words = encode_layout(read_own_layout(probe_for(reserve), reserve + kAlign));
-    auto all = boot.allgather(std::as_bytes(std::span(words)));
-    std::vector<MappedLayout> layouts;
-    for (size_t r = 0; r < all.size(); ++r) layouts.push_back(decode_layout(all[r], static_cast<int>(r)));
-    auto start = highest_common_gap(layouts, tried, reserve, kAlign, kFloor);
-    if (!start) return nullptr;  // the same answer in every process
-    void* want = reinterpret_cast<void*>(*start);
-    void* mine = mmap(want, reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-    if (mine != MAP_FAILED && mine != want) {
-      munmap(mine, reserve);  // an old kernel that took the address as a hint only
-      mine = MAP_FAILED;
-    }
-    bool all_ok = true;
-    for (uint64_t v : boot.allgather_value(uint64_t{mine != MAP_FAILED})) all_ok = all_ok && v == 1;
-    if (all_ok) return static_cast<uint8_t*>(mine);
-    if (mine != MAP_FAILED) munmap(mine, reserve);
-    tried.push_back({*start, *start + reserve});
-  }
-  return nullptr;
-}
-
 void check_block_size(size_t block) {
   const size_t page = page_size();
   if (block < page || !std::has_single_bit(block) || block > (size_t{1} << 20))
@@ -93,6 +64,37 @@ uint64_t content_hash(const uint8_t* p, size_t n) {
 
 }  // namespace
 
+// Every process describes its address space, all compute the same range free in each
+// (common_range.hpp) and map it; a range some process could not take after all (a thread mapped
+// there meanwhile, or a sanitizer refused it) is excluded and the next one tried.
+uint8_t* map_at_common_address(runtime::Bootstrap& boot, size_t bytes, bool accessible) {
+  constexpr size_t kAlign = size_t{1} << 21;
+  constexpr uint64_t kFloor = uint64_t{1} << 32;  // clear of the program and its heap
+  if (bytes == 0) fail("region: a common mapping of 0 bytes");
+  const int prot = accessible ? PROT_READ | PROT_WRITE : PROT_NONE;
+  std::vector<AddressRange> tried;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::vector<uint64_t> words = encode_layout(read_own_layout(probe_for(bytes), bytes + kAlign));
+    auto all = boot.allgather(std::as_bytes(std::span(words)));
+    std::vector<MappedLayout> layouts;
+    for (size_t r = 0; r < all.size(); ++r) layouts.push_back(decode_layout(all[r], static_cast<int>(r)));
+    auto start = highest_common_gap(layouts, tried, bytes, kAlign, kFloor);
+    if (!start) return nullptr;  // the same answer in every process
+    void* want = reinterpret_cast<void*>(*start);
+    void* mine = mmap(want, bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (mine != MAP_FAILED && mine != want) {
+      munmap(mine, bytes);  // an old kernel that took the address as a hint only
+      mine = MAP_FAILED;
+    }
+    bool all_ok = true;
+    for (uint64_t v : boot.allgather_value(uint64_t{mine != MAP_FAILED})) all_ok = all_ok && v == 1;
+    if (all_ok) return static_cast<uint8_t*>(mine);
+    if (mine != MAP_FAILED) munmap(mine, bytes);
+    tried.push_back({*start, *start + bytes});
+  }
+  return nullptr;
+}
+
 // ---- AddressSpace ----------------------------------------------------------------------------
 
 AddressSpace::AddressSpace(runtime::Bootstrap& boot, size_t reserve, FaultSink& sink)
@@ -100,7 +102,7 @@ AddressSpace::AddressSpace(runtime::Bootstrap& boot, size_t reserve, FaultSink& 
   if (reserve == 0 || reserve % (size_t{1} << 21) != 0) fail("region: the reserve (", reserve, " bytes) must be a positive multiple of 2 MiB");
   attach_space(this);
   reserve_size_ = reserve;
-  reserve_ = reserve_in_every_process(boot, reserve);
+  reserve_ = map_at_common_address(boot, reserve, false);
   if (reserve_ == nullptr) {
     detach_space();
     fail("region: could not reserve ", reserve, " bytes of address space at one address in every process "
@@ -241,12 +243,18 @@ void AddressSpace::release_range(Region& r) {
     space_.free(static_cast<uint64_t>(r.base_ - reserve_));
     return;
   }
-  void* back = mmap(r.base_, r.size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-  if (back == MAP_FAILED) {
+  // The copy is made elsewhere and moved over the range in one step, so the range never lacks
+  // its contents: a thread may be running on it (the OpenMP layer's master stack).
+  void* copy = mmap(nullptr, r.size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* moved = MAP_FAILED;
+  if (copy != MAP_FAILED) {
+    std::memcpy(copy, r.runtime_, r.size_);
+    moved = mremap(copy, r.size_, r.size_, MREMAP_MAYMOVE | MREMAP_FIXED, r.base_);
+  }
+  if (moved != r.base_) {
     log::error("region: could not give the range at ", static_cast<void*>(r.base_), " back to private memory: ", std::strerror(errno));
     std::abort();  // the program's data there is gone
   }
-  std::memcpy(r.base_, r.runtime_, r.size_);
 }
 
 }  // namespace loom::region

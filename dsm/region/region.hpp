@@ -195,6 +195,12 @@ class AddressSpace {
   std::atomic<Region*> slots_[kMaxRegions] = {};
 };
 
+// Collective: `bytes` of private memory at one address in every process (2 MiB-aligned),
+// chosen where all of them are free (common_range.hpp): zeroed and read-write when `accessible`
+// (memory to share in place), else inaccessible address space (a reserve). nullptr when there
+// is no such range. Unmapped by the caller.
+uint8_t* map_at_common_address(runtime::Bootstrap& boot, size_t bytes, bool accessible);
+
 // Set while a thread runs protocol code: a fault on region memory then is a runtime bug and the
 // handler says so instead of re-entering the protocol.
 struct InRuntime {
