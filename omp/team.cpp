@@ -25,16 +25,16 @@ struct Team::Descriptor {
   uint64_t fn;
   uint64_t data;
   uint64_t end;  // the team has ended: leave
+  uint64_t has_loop;
+  LoopSpec loop;  // started by every thread before fn (a combined parallel loop)
 };
 
 struct Team::ThreadState {
   Team* team = nullptr;
   int num = 0;
   uint64_t constructs = 0;  // worksharing constructs this thread has met (the same count in every thread)
-  struct Loop {
-    uint64_t construct = 0, n = 0, chunk = 0, trip = 0;
-    ScheduleKind kind = ScheduleKind::Static;
-  } loop;
+  LoopSpec loop;
+  uint64_t loop_construct = 0, loop_trip = 0;
 };
 
 Team::ThreadState& Team::state() {
@@ -73,7 +73,7 @@ Team::~Team() {
 Team* Team::current() { return state().team; }
 int Team::thread_num() { return state().num; }
 
-void Team::parallel(Outlined fn, void* data, unsigned requested) {
+void Team::parallel(Outlined fn, void* data, unsigned requested, const LoopSpec* loop) {
   if (rank_ != 0) fail("omp: a parallel region starts on rank 0's master; rank ", rank_, " serves regions (Team::serve)");
   if (state().team != nullptr) fail("omp: Team::parallel inside a region (nested regions are run by the ABI layer, serialized)");
   if (requested != 0 && requested != static_cast<unsigned>(size_))
@@ -81,6 +81,8 @@ void Team::parallel(Outlined fn, void* data, unsigned requested) {
          " threads of the job (processes x threads per process)");
   desc_->fn = reinterpret_cast<uint64_t>(fn);
   desc_->data = reinterpret_cast<uint64_t>(data);
+  desc_->has_loop = loop != nullptr ? 1 : 0;
+  if (loop != nullptr) desc_->loop = *loop;
   desc_->seq += 1;
   space_.barrier();  // fork: the descriptor is released to every thread
   run_region(0);
@@ -106,13 +108,26 @@ void Team::run_region(int index) {
   s.num = rank_ * per_process_ + index;
   const auto fn = reinterpret_cast<Outlined>(desc_->fn);
   void* data = reinterpret_cast<void*>(desc_->data);
+  if (desc_->has_loop != 0) loop_start(desc_->loop);
   fn(data);
   s.team = nullptr;
   s.num = 0;
   space_.barrier();  // join: every thread's writes in the region are released to all
 }
 
-void Team::barrier() { space_.barrier(); }
+void Team::run_serialized(Outlined fn, void* data) {
+  ThreadState& s = state();
+  const ThreadState saved = s;
+  s = ThreadState{};
+  fn(data);
+  s = saved;
+}
+
+void Team::barrier() {
+  if (Team* t = state().team) t->space_.barrier();
+}
+
+const LoopSpec& Team::current_loop() { return state().loop; }
 
 coherence::AtomicRef Team::word_for(uint64_t construct, uint64_t& tag) {
   tag = (construct / kWords + 1) & kTagMask;
@@ -121,8 +136,13 @@ coherence::AtomicRef Team::word_for(uint64_t construct, uint64_t& tag) {
 
 bool Team::single_start() {
   ThreadState& s = state();
+  const uint64_t construct = s.constructs++;
+  return s.team == nullptr || s.team->take_single(construct);
+}
+
+bool Team::take_single(uint64_t construct) {
   uint64_t tag = 0;
-  auto w = word_for(s.constructs++, tag);
+  auto w = word_for(construct, tag);
   uint64_t cur = w.load();
   while (true) {
     const uint64_t seen = cur >> kNextBits;
@@ -134,18 +154,27 @@ bool Team::single_start() {
   }
 }
 
-void Team::loop_start(uint64_t n, ScheduleKind kind, uint64_t chunk) {
-  if (n > kNextMask) fail("omp: a loop of ", n, " iterations; this layer hands out at most 2^40 - 1");
+void Team::loop_start(const LoopSpec& loop) {
+  if (loop.n > kNextMask) fail("omp: a loop of ", loop.n, " iterations; this layer hands out at most 2^40 - 1");
   ThreadState& s = state();
-  s.loop = ThreadState::Loop{s.constructs++, n, chunk, 0, kind};
+  s.loop = loop;
+  s.loop_construct = s.constructs++;
+  s.loop_trip = 0;
 }
 
 std::optional<IterRange> Team::loop_next() {
   ThreadState& s = state();
-  ThreadState::Loop& l = s.loop;
-  if (l.kind == ScheduleKind::Static || l.kind == ScheduleKind::Auto) return static_range(l.n, size_, s.num, l.chunk, l.trip++);
+  const LoopSpec& l = s.loop;
+  const int threads = s.team != nullptr ? s.team->size_ : 1;
+  if (l.kind == ScheduleKind::Static || l.kind == ScheduleKind::Auto || s.team == nullptr)
+    return static_range(l.n, threads, s.team != nullptr ? s.num : 0, l.chunk, s.loop_trip++);
+  return s.team->take_chunk(l, s.loop_construct);
+}
+
+// The next chunk of a dynamic or guided loop from the construct's word.
+std::optional<IterRange> Team::take_chunk(const LoopSpec& l, uint64_t construct) {
   uint64_t tag = 0;
-  auto w = word_for(l.construct, tag);
+  auto w = word_for(construct, tag);
   uint64_t cur = w.load();
   while (true) {
     const uint64_t seen = cur >> kNextBits;
@@ -160,7 +189,7 @@ std::optional<IterRange> Team::loop_next() {
   }
 }
 
-void Team::fail_ahead() const {
+void Team::fail_ahead() {
   fail("omp: a thread is more than ", kWords, " worksharing constructs ahead of another (constructs with nowait and no "
        "barrier between them); this layer keeps ", kWords, " in flight");
 }

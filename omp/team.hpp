@@ -19,6 +19,16 @@ namespace loom::omp {
 
 using Outlined = void (*)(void*);
 
+// A worksharing loop: n iterations, iteration i being start + i * step (64-bit patterns, so
+// signed and unsigned loops of either direction use the same arithmetic), and its schedule.
+struct LoopSpec {
+  uint64_t n = 0;
+  ScheduleKind kind = ScheduleKind::Static;
+  uint64_t chunk = 0;
+  uint64_t start = 0, step = 1;
+  uint64_t value(uint64_t i) const { return start + i * step; }
+};
+
 class Team {
  public:
   static constexpr size_t kWords = 256;       // worksharing constructs in flight without a barrier
@@ -36,7 +46,10 @@ class Team {
   // Rank 0's master: fn(data) on every thread of the team, this one as thread 0; returns after
   // the join. `data` must be readable by every process (in a shared region). A team of another
   // size than size() is refused: every thread of every process takes part in the barriers.
-  void parallel(Outlined fn, void* data, unsigned requested = 0);
+  // With `loop`, every thread has started that loop before fn runs (a combined parallel loop).
+  void parallel(Outlined fn, void* data, unsigned requested = 0, const LoopSpec* loop = nullptr);
+  // A region inside a region: fn(data) on the calling thread alone, as a team of one.
+  static void run_serialized(Outlined fn, void* data);
   // Every process but rank 0, main thread: serves regions until the team ends.
   void serve();
 
@@ -45,14 +58,17 @@ class Team {
   static Team* current();
   static int thread_num();
 
-  // ---- inside a region, called by every thread of the team in the same order ----
-  void barrier();
+  // ---- worksharing: called by every thread of the calling thread's team in the same order;
+  // outside a region (or in a serialized one) the calling thread is a team of one ----
+  static void barrier();
   // True for the first thread to reach this `single`.
-  bool single_start();
-  // Starts a dynamic or guided loop over `n` iterations (its chunks from one shared counter),
-  // then hands out its chunks; nullopt when none is left.
-  void loop_start(uint64_t n, ScheduleKind kind, uint64_t chunk);
-  std::optional<IterRange> loop_next();
+  static bool single_start();
+  // Starts a loop (dynamic and guided chunks come from one shared counter), then hands out its
+  // chunks; nullopt when none is left.
+  static void loop_start(const LoopSpec& loop);
+  static std::optional<IterRange> loop_next();
+  static const LoopSpec& current_loop();
+  // Critical sections exclude every thread of the job, inside a region or not.
   void critical_start(const void* name = nullptr);
   void critical_end(const void* name = nullptr);
 
@@ -62,8 +78,10 @@ class Team {
   static ThreadState& state();
   void run_regions(int index);
   void run_region(int index);
+  bool take_single(uint64_t construct);
+  std::optional<IterRange> take_chunk(const LoopSpec& loop, uint64_t construct);
   coherence::AtomicRef word_for(uint64_t construct, uint64_t& tag);
-  [[noreturn]] void fail_ahead() const;
+  [[noreturn]] static void fail_ahead();
   coherence::Lock& lock_for(const void* name);
 
   coherence::Space& space_;

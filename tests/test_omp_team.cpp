@@ -69,10 +69,45 @@ void take_singles(void* data) {
 void share_a_loop(void* data) {
   auto* s = static_cast<Shared*>(data);
   Team* team = Team::current();
-  team->loop_start(kIterations, s->kind, s->chunk);
+  loom::omp::LoopSpec spec;
+  spec.n = kIterations;
+  spec.kind = s->kind;
+  spec.chunk = s->chunk;
+  team->loop_start(spec);
   while (auto r = team->loop_next())
     for (uint64_t i = r->first; i < r->last; ++i) s->hits[i] += 1;
   team->barrier();
+}
+
+// A combined parallel loop: every thread has started the loop before the function runs.
+void continue_a_started_loop(void* data) {
+  auto* s = static_cast<Shared*>(data);
+  while (auto r = Team::loop_next())
+    for (uint64_t i = r->first; i < r->last; ++i) s->hits[Team::current_loop().value(i)] += 1;
+  Team::barrier();
+}
+
+// A region inside a region runs on its thread alone: a team of one, its loop whole.
+void inner_region(void* data) {
+  auto* s = static_cast<Shared*>(data);
+  EXPECT_EQ(Team::current(), nullptr);
+  EXPECT_TRUE(Team::single_start());
+  loom::omp::LoopSpec spec;
+  spec.n = 10;
+  Team::loop_start(spec);
+  auto r = Team::loop_next();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->last - r->first, 10u);
+  EXPECT_FALSE(Team::loop_next());
+  s->phase[0] += 0;  // touches shared memory from the inner region
+}
+
+void outer_region(void* data) {
+  auto* s = static_cast<Shared*>(data);
+  const int me = Team::thread_num();
+  Team::run_serialized(inner_region, data);
+  EXPECT_EQ(Team::thread_num(), me);  // restored
+  s->ran[me] = 100 + static_cast<uint64_t>(me);
 }
 
 void count_under_critical(void* data) {
@@ -172,5 +207,25 @@ TEST_F(OmpTeam, CriticalSectionsExcludeAcrossProcesses) {
     team.parallel(count_under_critical, g_shared);
     EXPECT_EQ(g_shared->counter, 50u * static_cast<uint64_t>(team.size()));
     EXPECT_EQ(g_shared->named_counter, 100u * static_cast<uint64_t>(team.size()));
+  });
+}
+
+TEST_F(OmpTeam, ACombinedParallelLoopStartsBeforeTheFunction) {
+  with_team([](Team& team) {
+    loom::omp::LoopSpec spec;
+    spec.n = kIterations / 2;
+    spec.kind = ScheduleKind::Dynamic;
+    spec.chunk = 8;
+    spec.start = kIterations - 1;  // downwards, every other index
+    spec.step = static_cast<uint64_t>(-2);
+    team.parallel(continue_a_started_loop, g_shared, 0, &spec);
+    for (uint64_t i = 0; i < kIterations; ++i) ASSERT_EQ(g_shared->hits[i], i % 2 == 1 ? 1u : 0u) << "index " << i;
+  });
+}
+
+TEST_F(OmpTeam, NestedRegionsAreSerialized) {
+  with_team([](Team& team) {
+    team.parallel(outer_region, g_shared);
+    for (int t = 0; t < team.size(); ++t) EXPECT_EQ(g_shared->ran[t], 100u + static_cast<uint64_t>(t));
   });
 }
