@@ -23,6 +23,10 @@ function(loom_library layer)
       list(TRANSFORM L_LAYERS APPEND _shared OUTPUT_VARIABLE layer_targets)
     else()
       add_library(${target} STATIC ${L_SOURCES})
+      # Position-independent, so that a shared library of the tree may hold them (the OpenMP
+      # layer's libloom-omp.so carries every layer); no interposition assumed, as in a program.
+      set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+      target_compile_options(${target} PRIVATE -fno-semantic-interposition)
       set(export_name ${layer}-static)
       if(NOT LOOM_SHARED_LIBS)
         set(export_name ${layer})

@@ -115,10 +115,11 @@ void Team::run_region(int index) {
   space_.barrier();  // join: every thread's writes in the region are released to all
 }
 
-void Team::run_serialized(Outlined fn, void* data) {
+void Team::run_serialized(Outlined fn, void* data, const LoopSpec* loop) {
   ThreadState& s = state();
   const ThreadState saved = s;
   s = ThreadState{};
+  if (loop != nullptr) loop_start(*loop);
   fn(data);
   s = saved;
 }

@@ -48,8 +48,9 @@ class Team {
   // size than size() is refused: every thread of every process takes part in the barriers.
   // With `loop`, every thread has started that loop before fn runs (a combined parallel loop).
   void parallel(Outlined fn, void* data, unsigned requested = 0, const LoopSpec* loop = nullptr);
-  // A region inside a region: fn(data) on the calling thread alone, as a team of one.
-  static void run_serialized(Outlined fn, void* data);
+  // A region inside a region: fn(data) on the calling thread alone, as a team of one (that has
+  // started `loop` first, when given).
+  static void run_serialized(Outlined fn, void* data, const LoopSpec* loop = nullptr);
   // Every process but rank 0, main thread: serves regions until the team ends.
   void serve();
 

@@ -16,6 +16,7 @@
 #include "loom/dsm/common/dsm_settings.hpp"
 #include "loom/dsm/common/error.hpp"
 #include "loom/invoke/settings.hpp"
+#include "loom/omp/settings.hpp"
 #include "tests/test_settings_table.hpp"
 
 using loom::settings::Setting;
@@ -25,7 +26,7 @@ using loom::settings::Type;
 namespace {
 
 const Table kTables[] = {loom::settings::dsm::kTable, loom::invoke::settings::kTable, loom::coherence::settings::kTable,
-                         loom::objects::settings::kTable, loom::test_settings::kTable};
+                         loom::objects::settings::kTable, loom::omp::settings::kTable, loom::test_settings::kTable};
 
 std::vector<const Setting*> all_settings() {
   std::vector<const Setting*> v;

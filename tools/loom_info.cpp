@@ -22,6 +22,7 @@
 #include "loom/dsm/runtime/transports.hpp"
 #include "loom/invoke/settings.hpp"
 #include "loom/objects/settings.hpp"
+#include "loom/omp/settings.hpp"
 #ifdef LOOM_HAVE_VERBS
 #include "loom/dsm/fabric/verbs/verbs_provider.hpp"
 #endif
@@ -32,7 +33,7 @@ using loom::settings::Setting;
 using loom::settings::Table;
 
 constexpr Table kTables[] = {loom::settings::dsm::kTable, loom::invoke::settings::kTable, loom::coherence::settings::kTable,
-                             loom::objects::settings::kTable};
+                             loom::objects::settings::kTable, loom::omp::settings::kTable};
 
 // Every setting of every layer with the value in effect; a malformed value is shown with the
 // error a program would stop with. LOOM_* variables no table declares are named.

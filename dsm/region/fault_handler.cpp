@@ -68,7 +68,9 @@ void install_handler() {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_segv;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  // On a thread with an alternate signal stack the handler runs there: a thread whose own stack
+  // is region memory (the OpenMP layer's master) may fault on it.
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
   if (sigaction(SIGSEGV, &sa, &g_previous) != 0) throw SystemError("region: sigaction(SIGSEGV)", errno);
 }

@@ -1,0 +1,22 @@
+#pragma once
+// Shared by the layer's libgomp entry points (gomp_*.cpp, omp_api.cpp).
+#include "loom/omp/layer.hpp"
+#include "loom/omp/team.hpp"
+
+namespace loom::omp {
+
+Layer& layer();  // the process's layer; an error before it starts or after it ends
+int region_depth();  // regions the calling thread is inside
+// The team size a region without a num_threads clause asks for: omp_set_num_threads's, else
+// OMP_NUM_THREADS's first entry, else 0 (the whole team).
+unsigned requested_threads();
+// fn(arg) on a private stack when the calling thread is rank 0's master running main on the
+// shared stack (start.cpp), else directly: the protocol must not run on region memory.
+void on_private_stack(void (*fn)(void*), void* arg);
+// A critical section (or omp lock) named by an address (nullptr: the unnamed one).
+void critical_start(const void* name);
+void critical_end(const void* name);
+// Starts a region (combined with a loop every thread starts first, when `loop` is given).
+void start_region(Outlined fn, void* data, unsigned num_threads, const LoopSpec* loop);
+
+}  // namespace loom::omp
