@@ -16,6 +16,8 @@ void on_private_stack(void (*fn)(void*), void* arg);
 // A critical section (or omp lock) named by an address (nullptr: the unnamed one).
 void critical_start(const void* name);
 void critical_end(const void* name);
+// While set, a SIGSEGV handler the program installs goes behind the region layer's (signals.cpp).
+void keep_segv_handler_first(bool yes);
 // Starts a region (combined with a loop every thread starts first, when `loop` is given).
 void start_region(Outlined fn, void* data, unsigned num_threads, const LoopSpec* loop);
 

@@ -80,6 +80,7 @@ void refuse_libgomp() {
 }
 
 void end_layer() {
+  keep_segv_handler_first(false);
   Layer* l = g_started;
   g_started = nullptr;
   delete l;
@@ -178,6 +179,7 @@ int layer_main(int argc, char** argv, char** envp) {
   } catch (const std::exception& e) {
     die(e.what());
   }
+  keep_segv_handler_first(true);
   if (g_started->rank() != 0) {
     try {
       g_started->team().serve();

@@ -90,6 +90,13 @@ void attach_space(AddressSpace* space) {
   }
 }
 
+bool replace_chained_handler(const struct sigaction* act, struct sigaction* old) {
+  if (g_space.load(std::memory_order_acquire) == nullptr) return false;
+  if (old != nullptr) *old = g_previous;
+  if (act != nullptr) g_previous = *act;
+  return true;
+}
+
 void detach_space() {
   uninstall_handler();
   g_space.store(nullptr, std::memory_order_release);

@@ -9,6 +9,8 @@
 // the block readable or writable and returns; the faulting instruction then runs again.
 //
 // This layer knows nothing of coherence: the protocol (coherence/) sits behind FaultSink.
+#include <signal.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -200,6 +202,13 @@ class AddressSpace {
 // (memory to share in place), else inaccessible address space (a reserve). nullptr when there
 // is no such range. Unmapped by the caller.
 uint8_t* map_at_common_address(runtime::Bootstrap& boot, size_t bytes, bool accessible);
+
+// While an address space exists its SIGSEGV handler stays first: faults on no region go on to
+// the handler that was there before it. A program that installs a SIGSEGV handler meanwhile
+// (a language runtime's backtrace handler) should replace that one instead: true when there is
+// an address space and `act` (unless null) now receives those faults, `old` (unless null) the
+// one it replaces; false otherwise (install it the usual way).
+bool replace_chained_handler(const struct sigaction* act, struct sigaction* old);
 
 // Set while a thread runs protocol code: a fault on region memory then is a runtime bug and the
 // handler says so instead of re-entering the protocol.
