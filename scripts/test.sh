@@ -13,12 +13,15 @@ export LOOM_SWEEP=0
 before=$(ls -d /dev/shm/loom-* 2>/dev/null || true)
 for c in $configs; do
   echo "== configuration: $c =="
+  start=$SECONDS
   cmake --preset "$c" > /dev/null
   cmake --build --preset "$c"
+  built=$SECONDS
   if ! ctest --preset "$c" "$@"; then
     status=1
     echo "== $c: FAILED =="
   fi
+  echo "== $c: built in $((built - start)) s, tested in $((SECONDS - built)) s =="
 done
 # Every job removes its segments; anything the run left here is a bug.
 left=$(comm -13 <(echo "$before" | sort) <(ls -d /dev/shm/loom-* 2>/dev/null | sort) | grep . || true)
