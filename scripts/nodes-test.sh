@@ -2,11 +2,11 @@
 # Across nodes for real, on this host: two qemu guests with Soft-RoCE (scripts/vm), 2 ranks on
 # each. Builds examples/consumer against an install of BUILD_DIR (inside the source tree, which
 # the guests see), runs scripts/nodes-suite.sh in the guests, then scripts/nodes-failures.sh.
-# ctest runs it as nodes.rxe (quick); `scripts/nodes-test.sh build/release full` runs every test.
-# Usage: nodes-test.sh BUILD_DIR [quick|full]
+# ctest runs it as nodes.rxe (smoke); `scripts/nodes-test.sh build/release quick|full` runs more.
+# Usage: nodes-test.sh BUILD_DIR [smoke|quick|full]
 set -uo pipefail
-build=$(cd "${1:?usage: nodes-test.sh BUILD_DIR [quick|full]}" && pwd)
-mode=${2:-quick}
+build=$(cd "${1:?usage: nodes-test.sh BUILD_DIR [smoke|quick|full]}" && pwd)
+mode=${2:-smoke}
 here=$(cd "$(dirname "$0")/.." && pwd)
 prefix=$build/nodes-prefix
 echo "== the consumer example against $prefix =="
