@@ -63,7 +63,7 @@ regions and one-sided remote invocation. This package holds the shared libraries
 launcher loomrun, loom-info, loom-calibrate, loom-hex and the documents.")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME loom-dev)
 # The headers include TBB's and Boost.Intrusive's; the static libraries need the rest.
-set(loom_dev_depends "loom (= ${PROJECT_VERSION}), libtbb-dev, libboost-dev, libhwloc-dev, libnuma-dev, pkg-config")
+set(loom_dev_depends "loom (= ${PROJECT_VERSION}), libtbb-dev, libboost-dev, libhwloc-dev, libnuma-dev, libzydis-dev, pkg-config")
 if(IBVERBS_FOUND)
   string(APPEND loom_dev_depends ", libibverbs-dev")
 endif()

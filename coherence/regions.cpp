@@ -99,13 +99,27 @@ region::Region& Space::create_region(const region::RegionOptions& opt, const std
   return impl_->start_region(impl_->as->create(opt), false);
 }
 
-region::Region& Space::share_in_place(void* base, size_t size, size_t block_size, const std::source_location& where) {
-  rt_.collectives().enter("Space::share_in_place", where);
+namespace {
+
+region::PlacedOptions placed_options(void* base, size_t size, size_t block_size, bool zero) {
   region::PlacedOptions o;
   o.base = base;
   o.size = size;
   o.block_size = block_size;
-  return impl_->start_region(impl_->as->place(o), true);
+  o.zero = zero;
+  return o;
+}
+
+}  // namespace
+
+region::Region& Space::share_in_place(void* base, size_t size, size_t block_size, const std::source_location& where) {
+  rt_.collectives().enter("Space::share_in_place", where);
+  return impl_->start_region(impl_->as->place(placed_options(base, size, block_size, false)), true);
+}
+
+region::Region& Space::share_fresh_in_place(void* base, size_t size, size_t block_size, const std::source_location& where) {
+  rt_.collectives().enter("Space::share_fresh_in_place", where);
+  return impl_->start_region(impl_->as->place(placed_options(base, size, block_size, true)), false);
 }
 
 // The protocol memory of a new region (made or placed by the AddressSpace): a placed region's

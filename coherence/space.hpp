@@ -159,6 +159,11 @@ class Space final : public region::FaultSink {
   // process's private memory again, holding what this process last saw.
   region::Region& share_in_place(void* base, size_t size, size_t block_size = 4096,
                                  const std::source_location& where = std::source_location::current());
+  // Collective: the same for a range of fresh memory, zeros in every process (mapped and never
+  // written, e.g. by region::map_at_common_address): nothing is compared or copied, so a large
+  // range costs no more than its blocks' bookkeeping.
+  region::Region& share_fresh_in_place(void* base, size_t size, size_t block_size = 4096,
+                                       const std::source_location& where = std::source_location::current());
   void destroy_region(region::Region& r, const std::source_location& where = std::source_location::current());
 
   Lock make_lock(const std::source_location& where = std::source_location::current());  // collective

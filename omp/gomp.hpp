@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the layer's libgomp entry points (gomp_*.cpp, omp_api.cpp).
 #include "loom/omp/layer.hpp"
+#include "loom/omp/shared_heap.hpp"
 #include "loom/omp/team.hpp"
 
 namespace loom::omp {
@@ -18,6 +19,13 @@ void critical_start(const void* name);
 void critical_end(const void* name);
 // While set, a SIGSEGV handler the program installs goes behind the region layer's (signals.cpp).
 void keep_segv_handler_first(bool yes);
+// The program's heap (malloc.cpp): from start_program_heap on, what code in [code_lo, code_hi)
+// allocates comes from `heap`; from stop_program_heap on, from the C library again (blocks of
+// the heap are still freed into it).
+void start_program_heap(SharedHeap* heap, uintptr_t code_lo, uintptr_t code_hi);
+void stop_program_heap();
+// Whether the program's malloc calls reach this library (not a sanitizer's runtime first).
+bool program_heap_reachable();
 // Starts a region (combined with a loop every thread starts first, when `loop` is given).
 void start_region(Outlined fn, void* data, unsigned num_threads, const LoopSpec* loop);
 

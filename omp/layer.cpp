@@ -1,5 +1,6 @@
 #include "loom/omp/layer.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "loom/dsm/common/error.hpp"
@@ -20,7 +21,7 @@ Schedule schedule_from_env() {
 
 Layer* Layer::find() { return g_layer; }
 
-Layer::Layer(int& argc, char**& argv) : schedule_(schedule_from_env()) {
+Layer::Layer(int& argc, char**& argv, bool with_heap) : schedule_(schedule_from_env()) {
   if (g_layer != nullptr) fail("omp: one layer per process");
   rt_ = std::make_unique<Runtime>(argc, argv);
   space_ = std::make_unique<coherence::Space>(*rt_);
@@ -31,13 +32,45 @@ Layer::Layer(int& argc, char**& argv) : schedule_(schedule_from_env()) {
   stack_mem_ = region::map_at_common_address(rt_->bootstrap(), stack_bytes_, true);
   if (stack_mem_ == nullptr) fail("omp: no range of ", stack_bytes_, " bytes free in every process for the master's stack");
   stack_ = &space_->share_in_place(stack_mem_, stack_bytes_);
+  if (with_heap) make_heap();
   team_ = std::make_unique<Team>(*space_);
+  replace_atomics();
   g_layer = this;
 }
 
+void Layer::make_heap() {
+  constexpr size_t k2M = size_t{2} << 20;
+  heap_bytes_ = (loom::settings::get_size(settings::kHeap) + k2M - 1) / k2M * k2M;
+  heap_mem_ = region::map_at_common_address(rt_->bootstrap(), heap_bytes_, true);
+  if (heap_mem_ == nullptr) fail("omp: no range of ", heap_bytes_, " bytes free in every process for the shared heap (LOOM_OMP_HEAP)");
+  heap_region_ = &space_->share_fresh_in_place(heap_mem_, heap_bytes_);
+  heap_ = new SharedHeap(heap_mem_, heap_bytes_, rt_->rank(), rt_->size());
+}
+
+// At 2 processes or more, unless LOOM_OMP_INLINE_ATOMICS=native: every process replaces the
+// same instructions (one executable, one layout).
+void Layer::replace_atomics() {
+  if (rt_->size() < 2 || loom::settings::get_choice(settings::kInlineAtomics) == "native") return;
+  const std::vector<PageRange> code = program_code();
+  replace_inline_atomics(code, this);
+  const std::vector<AtomicSite> left = unsupported_atomics();
+  if (rt_->rank() == 0 && !left.empty()) {
+    std::fprintf(stderr,
+                 "loom-omp: %zu locked instruction(s) in the program are not carried out across processes, the first "
+                 "at %#lx (%s); on shared memory they are atomic within a process only (docs/openmp.md)\n",
+                 left.size(), static_cast<unsigned long>(left.front().pc), left.front().text.c_str());
+  }
+}
+
+bool Layer::shared(uintptr_t address) { return space_->address_space().find(reinterpret_cast<const void*>(address)) != nullptr; }
+void Layer::lock(uintptr_t address) { team_->atomic_start(address); }
+void Layer::unlock(uintptr_t address) { team_->atomic_end(address); }
+
 Layer::~Layer() {
+  set_atomic_router(nullptr);
   g_layer = nullptr;
   team_.reset();
+  if (heap_region_ != nullptr) space_->destroy_region(*heap_region_);
   space_->destroy_region(*stack_);
   if (data_ != nullptr) space_->destroy_region(*data_);
   space_.reset();

@@ -8,15 +8,17 @@
 
 #include "loom/coherence/space.hpp"
 #include "loom/dsm/runtime/runtime.hpp"
+#include "loom/omp/inline_atomics.hpp"
 #include "loom/omp/schedule.hpp"
+#include "loom/omp/shared_heap.hpp"
 #include "loom/omp/team.hpp"
 
 namespace loom::omp {
 
-class Layer {
+class Layer : private AtomicRouter {
  public:
-  // Collective.
-  Layer(int& argc, char**& argv);
+  // Collective (with_heap the same everywhere): with_heap makes the shared heap.
+  Layer(int& argc, char**& argv, bool with_heap);
   // Collective: ends the team (rank 0), gives the shared ranges back as private memory with
   // their last contents, then the Space and the runtime.
   ~Layer();
@@ -29,16 +31,30 @@ class Layer {
   int rank() const { return rt_->rank(); }
   uint8_t* stack() const { return stack_mem_; }
   size_t stack_bytes() const { return stack_bytes_; }
+  // The shared heap (omp/malloc.cpp hands it to the program), or nullptr. It outlives the layer:
+  // blocks the program still holds after the end are freed into it.
+  SharedHeap* heap() const { return heap_; }
   Schedule runtime_schedule() const { return schedule_; }
   void set_runtime_schedule(const Schedule& s) { schedule_ = s; }
 
  private:
+  // AtomicRouter: the program's inline atomics on region memory take the team's atomic locks.
+  bool shared(uintptr_t address) override;
+  void lock(uintptr_t address) override;
+  void unlock(uintptr_t address) override;
+  void replace_atomics();
+  void make_heap();
+
   std::unique_ptr<Runtime> rt_;
   std::unique_ptr<coherence::Space> space_;
   region::Region* data_ = nullptr;   // the program's globals
   uint8_t* stack_mem_ = nullptr;     // at one address everywhere; never unmapped (main may still run on it)
   size_t stack_bytes_ = 0;
   region::Region* stack_ = nullptr;
+  uint8_t* heap_mem_ = nullptr;      // at one address everywhere; private memory after the end
+  size_t heap_bytes_ = 0;
+  region::Region* heap_region_ = nullptr;
+  SharedHeap* heap_ = nullptr;       // never deleted (see heap())
   std::unique_ptr<Team> team_;
   Schedule schedule_;
 };

@@ -49,4 +49,20 @@ std::optional<PageRange> program_data() {
   return found.range;
 }
 
+std::vector<PageRange> program_code() {
+  std::vector<PageRange> code;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* arg) -> int {
+        auto* out = static_cast<std::vector<PageRange>*>(arg);
+        for (size_t i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) != 0 && ph.p_memsz > 0)
+            out->push_back(PageRange{info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz});
+        }
+        return 1;  // the first object listed is the executable
+      },
+      &code);
+  return code;
+}
+
 }  // namespace loom::omp

@@ -1,5 +1,5 @@
 #pragma once
-// Where the running program's globals are: the writable part of its data segment (.data and
+// Where the running program's globals and code are: the writable part of its data segment (.data and
 // .bss; the part the dynamic linker makes read-only after relocation, RELRO, left out), in whole
 // pages. The OpenMP layer shares this range in place so that every global is shared without
 // annotations.
@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 namespace loom::omp {
 
@@ -25,5 +26,8 @@ std::optional<PageRange> writable_data(std::span<const ElfW(Phdr)> phdrs, uintpt
 
 // The running executable's (the first object the dynamic linker lists); nullopt as above.
 std::optional<PageRange> program_data();
+
+// The executable's code: its PT_LOAD segments that are executable, as mapped (not widened).
+std::vector<PageRange> program_code();
 
 }  // namespace loom::omp

@@ -10,7 +10,17 @@ using T = loom::settings::Type;
 inline constexpr Setting kStack{"LOOM_OMP_STACK", T::Size, "16M", "1M..1024M",
                                 "the stack main runs on in rank 0, shared so that every thread reads the master's frames"};
 
-inline constexpr const Setting* kAll[] = {&kStack};
+inline constexpr Setting kInlineAtomics{
+    "LOOM_OMP_INLINE_ATOMICS", T::Choice, "emulate", "emulate|native",
+    "the program's locked instructions (omp atomic, scalar reductions) at 2 processes or more: emulate (each is a "
+    "breakpoint carried out atomically across processes) or native (left alone: atomic within a process only)"};
+
+inline constexpr Setting kHeap{"LOOM_OMP_HEAP", T::Size, "64M", "16M..1024G",
+                               "the shared heap the program's malloc and new draw on while the layer runs, cut into one slice "
+                               "per process (each process allocates from its own); every process commits a public copy of it "
+                               "as registered memory, so start-up time and memory grow with it"};
+
+inline constexpr const Setting* kAll[] = {&kStack, &kInlineAtomics, &kHeap};
 inline constexpr loom::settings::Table kTable{"omp", kAll};
 
 }  // namespace loom::omp::settings

@@ -17,6 +17,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -28,6 +29,7 @@
 #include "loom/dsm/common/error.hpp"
 #include "loom/omp/abi.hpp"
 #include "loom/omp/gomp.hpp"
+#include "loom/omp/program_data.hpp"
 #include "loom/omp/layer.hpp"
 
 namespace loom::omp {
@@ -80,6 +82,7 @@ void refuse_libgomp() {
 }
 
 void end_layer() {
+  stop_program_heap();
   keep_segv_handler_first(false);
   Layer* l = g_started;
   g_started = nullptr;
@@ -90,6 +93,14 @@ void end_layer() {
 // which stays mapped: it is given back as private memory in one step).
 void end_at_exit() {
   if (g_started != nullptr && g_started->rank() == 0) on_private_stack([](void*) { end_layer(); }, nullptr);
+}
+
+// The program's own allocations come from the shared heap from here on: code in the
+// executable's executable segments.
+void start_heap(Layer& layer) {
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (const PageRange& r : program_code()) lo = std::min(lo, r.start), hi = std::max(hi, r.end);
+  if (hi > lo && layer.heap() != nullptr) start_program_heap(layer.heap(), lo, hi);
 }
 
 void run_program() { g_status = g_program_main(g_argc, g_argv, g_envp); }
@@ -175,11 +186,12 @@ int layer_main(int argc, char** argv, char** envp) {
   refuse_libgomp();
   g_argc = argc, g_argv = argv, g_envp = envp;
   try {
-    g_started = new Layer(argc, argv);
+    g_started = new Layer(argc, argv, program_heap_reachable());
   } catch (const std::exception& e) {
     die(e.what());
   }
   keep_segv_handler_first(true);
+  start_heap(*g_started);
   if (g_started->rank() != 0) {
     try {
       g_started->team().serve();

@@ -33,6 +33,7 @@ class Team {
  public:
   static constexpr size_t kWords = 256;       // worksharing constructs in flight without a barrier
   static constexpr size_t kNamedLocks = 16;   // named criticals hash onto these
+  static constexpr size_t kAtomicLocks = 16;  // the program's inline atomics hash onto these (by 64-byte line)
 
   // Collective, by one thread of each process (its main thread): makes the team's shared state
   // and starts this process's other threads, which wait for regions. Every process must run
@@ -72,6 +73,10 @@ class Team {
   // Critical sections exclude every thread of the job, inside a region or not.
   void critical_start(const void* name = nullptr);
   void critical_end(const void* name = nullptr);
+  // An inline atomic on shared memory (inline_atomics.hpp) holds the lock of its 64-byte line:
+  // locks of their own, so an atomic inside a critical section never waits for itself.
+  void atomic_start(uintptr_t address);
+  void atomic_end(uintptr_t address);
 
  private:
   struct Descriptor;
@@ -92,6 +97,7 @@ class Team {
   uint64_t* words_ = nullptr;  // kWords atomic words in control_
   coherence::Lock unnamed_;
   std::vector<coherence::Lock> named_;
+  std::vector<coherence::Lock> atomic_;
   std::vector<std::thread> threads_;
 };
 

@@ -91,24 +91,32 @@ TEST_P(CoherenceInPlace, GlobalsAreSharedWhereTheyAre) {
 
 // Memory mapped at a common address needs no common layout: shared in place, written by every
 // process, and still there (private, with the last contents) after the region ends.
-TEST_P(CoherenceInPlace, MemoryAtACommonAddressIsSharedInPlace) {
-  Space& s = space();
+// Memory at one address everywhere, shared in place as it is (copied into the region) or as
+// fresh memory (nothing compared or copied): a block each written and read by all; after the
+// end each process keeps the contents it last saw, and blocks nobody wrote read zero.
+void share_common_memory(Space& s, bool fresh) {
   constexpr size_t kBytes = size_t{4} << 20;
   uint8_t* mem = loom::region::map_at_common_address(rt().bootstrap(), kBytes, true);
   ASSERT_NE(mem, nullptr);
   EXPECT_TRUE(same_address_everywhere(mem));
   EXPECT_EQ(reinterpret_cast<uintptr_t>(mem) % (size_t{2} << 20), 0u);
   auto* words = reinterpret_cast<uint64_t*>(mem);
-  auto& r = s.share_in_place(mem, kBytes);
+  auto& r = fresh ? s.share_fresh_in_place(mem, kBytes) : s.share_in_place(mem, kBytes);
   words[static_cast<size_t>(me()) * 4096] = static_cast<uint64_t>(me()) + 1;  // a block each
   s.barrier();
   for (int p = 0; p < np(); ++p) EXPECT_EQ(words[static_cast<size_t>(p) * 4096], static_cast<uint64_t>(p) + 1);
+  EXPECT_EQ(words[kBytes / 8 - 1], 0u);
   s.barrier();
   s.destroy_region(r);
   for (int p = 0; p < np(); ++p) EXPECT_EQ(words[static_cast<size_t>(p) * 4096], static_cast<uint64_t>(p) + 1);
+  EXPECT_EQ(words[kBytes / 8 - 2], 0u) << "a block nobody wrote";
   words[1] = 9;  // private and writable
   EXPECT_EQ(munmap(mem, kBytes), 0);
 }
+
+TEST_P(CoherenceInPlace, MemoryAtACommonAddressIsSharedInPlace) { share_common_memory(space(), false); }
+
+TEST_P(CoherenceInPlace, FreshMemoryIsSharedInPlaceWithoutACopy) { share_common_memory(space(), true); }
 
 LOOM_FOR_EACH_POLICY(CoherenceInPlace);
 

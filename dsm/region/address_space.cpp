@@ -167,7 +167,7 @@ Region& AddressSpace::place(const PlacedOptions& opt) {
   g.unlock();
   // Every process must share the same range with the same contents, or a pointer into it or a
   // value read from it would mean different things in different processes.
-  const uint64_t sum = content_hash(base, opt.size);
+  const uint64_t sum = opt.zero ? 0 : content_hash(base, opt.size);
   agree(boot_, Agreement{opt.size, opt.block_size, 0, next_id_, at});
   const auto sums = boot_.allgather_value(sum);
   for (size_t r = 0; r < sums.size(); ++r)
@@ -175,7 +175,7 @@ Region& AddressSpace::place(const PlacedOptions& opt) {
       fail("region: the range at ", opt.base, " of ", opt.size, " bytes holds other contents in rank ", r,
            " than in this rank: a range is shared in place before any process changes it");
   g.lock();
-  return install(base, opt.size, opt.block_size, 0, true);
+  return install(base, opt.size, opt.block_size, 0, true, !opt.zero);
 }
 
 void AddressSpace::destroy(Region& r) {
@@ -201,7 +201,7 @@ Region* AddressSpace::find(const void* p) const {
 
 // The region's memory object, its two views and its slot; `mu_` held. A placed region's memory
 // object starts with the range's contents, and its application view replaces the range.
-Region& AddressSpace::install(uint8_t* base, size_t size, size_t block, size_t local, bool placed) {
+Region& AddressSpace::install(uint8_t* base, size_t size, size_t block, size_t local, bool placed, bool with_contents) {
   int slot = -1;
   for (int i = 0; i < kMaxRegions; ++i)
     if (slots_[i].load() == nullptr) { slot = i; break; }
@@ -231,12 +231,33 @@ Region& AddressSpace::install(uint8_t* base, size_t size, size_t block, size_t l
   void* rt = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd_, 0);
   if (rt == MAP_FAILED) throw SystemError("region: mmap of the runtime view", errno);
   r->runtime_ = static_cast<uint8_t*>(rt);
-  if (placed) copy_range(r->runtime_, base, size);  // sizes are whole blocks
+  if (placed && with_contents) copy_range(r->runtime_, base, size);  // sizes are whole blocks
   void* app = mmap(base, size, PROT_READ, MAP_SHARED | MAP_FIXED, r->fd_, 0);
   if (app == MAP_FAILED) throw SystemError("region: mmap of the application view", errno);
   Region& ref = *r;
   slots_[slot].store(r.release(), std::memory_order_release);
   return ref;
+}
+
+// dst[0, n) = src[0, n) where src is the view of memory object fd: the data extents only
+// (SEEK_DATA / SEEK_HOLE), the holes left as dst has them (zeros); all of it where the file
+// system cannot say.
+static void copy_data_extents(uint8_t* dst, const uint8_t* src, int fd, size_t n) {
+  off_t at = 0;
+  const auto end = static_cast<off_t>(n);
+  while (at < end) {
+    const off_t data = lseek(fd, at, SEEK_DATA);
+    if (data < 0) {
+      if (errno == ENXIO) return;  // no data past `at`
+      std::memcpy(dst + at, src + at, n - static_cast<size_t>(at));
+      return;
+    }
+    if (data >= end) return;
+    off_t hole = lseek(fd, data, SEEK_HOLE);
+    if (hole < 0 || hole > end) hole = end;
+    std::memcpy(dst + data, src + data, static_cast<size_t>(hole - data));
+    at = hole;
+  }
 }
 
 // A reserved region's range goes back to reserved, inaccessible address space; a placed one's
@@ -249,11 +270,12 @@ void AddressSpace::release_range(Region& r) {
     return;
   }
   // The copy is made elsewhere and moved over the range in one step, so the range never lacks
-  // its contents: a thread may be running on it (the OpenMP layer's master stack).
-  void* copy = mmap(nullptr, r.size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // its contents: a thread may be running on it (the OpenMP layer's master stack). Only the
+  // memory object's data is copied: its holes read as zeros, as the fresh copy does.
+  void* copy = mmap(nullptr, r.size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   void* moved = MAP_FAILED;
   if (copy != MAP_FAILED) {
-    std::memcpy(copy, r.runtime_, r.size_);
+    copy_data_extents(static_cast<uint8_t*>(copy), r.runtime_, r.fd_, r.size_);
     moved = mremap(copy, r.size_, r.size_, MREMAP_MAYMOVE | MREMAP_FIXED, r.base_);
   }
   if (moved != r.base_) {

@@ -58,6 +58,9 @@ struct PlacedOptions {
   void* base = nullptr;
   size_t size = 0;
   size_t block_size = 4096;
+  // The range holds zeros in every process (memory just mapped, never written): its contents
+  // are neither compared across processes nor copied.
+  bool zero = false;
 };
 
 class Region {
@@ -185,7 +188,7 @@ class AddressSpace {
   static constexpr int kMaxRegions = 64;
 
  private:
-  Region& install(uint8_t* base, size_t size, size_t block, size_t local, bool placed);
+  Region& install(uint8_t* base, size_t size, size_t block, size_t local, bool placed, bool with_contents = true);
   void release_range(Region& r);
   runtime::Bootstrap& boot_;
   FaultSink& sink_;

@@ -2,6 +2,7 @@
 // The ordered copy every WRITE uses (docs/provider-contract.md): bytes in address order, the
 // last 8 bytes last, so a trailing notification flag is seen only after the data before it.
 #include <cstdint>
+#include <atomic>
 #include <cstring>
 
 #include "loom/dsm/common/backoff.hpp"
@@ -43,7 +44,16 @@ using Bytes16 = uint64_t __attribute__((vector_size(16)));
 }
 [[gnu::always_inline]] inline void place(uint8_t* dst, const uint8_t* src, uint64_t len) {
   if (len == 8) {
-    std::memcpy(dst, src, 8);  // one 8-byte store
+    // One 8-byte store: an atomic one where aligned, since the target may poll the word while it
+    // lands and two threads of this process may write it in turn (their order set through the
+    // target, which a race detector does not see).
+    if (reinterpret_cast<uintptr_t>(dst) % 8 == 0) {
+      uint64_t v;
+      std::memcpy(&v, src, 8);
+      std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(dst)).store(v, std::memory_order_relaxed);
+    } else {
+      std::memcpy(dst, src, 8);
+    }
   } else if (len > 8) {
     if (len <= 72) copy_small(dst, src, len - 8);
     else std::memcpy(dst, src, len - 8);

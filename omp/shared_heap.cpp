@@ -1,0 +1,72 @@
+#include "loom/omp/shared_heap.hpp"
+
+#include <cstring>
+
+#include "loom/dsm/common/error.hpp"
+
+namespace loom::omp {
+
+SharedHeap::SharedHeap(uint8_t* base, size_t bytes, int rank, int nprocs)
+    : base_(base), bytes_(bytes), slice_(bytes / static_cast<size_t>(nprocs) / kGranule * kGranule), rank_(rank) {
+  if (nprocs < 1 || rank < 0 || rank >= nprocs) fail("omp: heap for rank ", rank, " of ", nprocs);
+  if (reinterpret_cast<uintptr_t>(base) % kGranule != 0 || slice_ < kGranule)
+    fail("omp: a heap of ", bytes, " bytes at ", static_cast<void*>(base), " cannot be cut into ", nprocs, " slices");
+  mine_ = base_ + slice_ * static_cast<size_t>(rank_);
+  alloc_ = std::make_unique<memory::GeneralAllocator>(slice_, memory::Fit::First, kGranule);
+}
+
+void* SharedHeap::allocate(size_t n, size_t align) {
+  if (align < 16) align = 16;
+  if ((align & (align - 1)) != 0 || align > slice_) return nullptr;
+  // Room for the header before the pointer, and for moving the pointer up to `align`.
+  const size_t pad = align <= kGranule ? kGranule : align;
+  if (n > slice_ - pad) return nullptr;
+  std::optional<uint64_t> off;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    off = alloc_->allocate(n + pad);
+  }
+  if (!off) return nullptr;
+  uint8_t* start = mine_ + *off;
+  const auto first = reinterpret_cast<uintptr_t>(start) + kHeader;
+  auto* p = reinterpret_cast<uint8_t*>((first + align - 1) / align * align);
+  // Written after the lock: the first write to a block of the range may fault into the protocol.
+  const Header h{n, static_cast<uint32_t>(p - start), kMagic};
+  std::memcpy(p - kHeader, &h, sizeof h);
+  return p;
+}
+
+const SharedHeap::Header& SharedHeap::header_of(const void* p) const {
+  const auto* q = static_cast<const uint8_t*>(p);
+  if (!contains(p) || q < base_ + kHeader || reinterpret_cast<uintptr_t>(q) % 16 != 0)
+    fail("omp: ", p, " is not a block of the shared heap");
+  const auto* h = reinterpret_cast<const Header*>(q - kHeader);
+  if (h->magic != kMagic || h->offset < kHeader || h->offset > static_cast<size_t>(q - base_))
+    fail("omp: ", p, " is not the start of a shared heap block (freed twice, or its header was overwritten)");
+  return *h;
+}
+
+size_t SharedHeap::size_of(const void* p) const { return header_of(p).size; }
+
+void SharedHeap::free(void* p) {
+  const Header& h = header_of(p);
+  auto* start = static_cast<uint8_t*>(p) - h.offset;
+  if (owner(start) != rank_) {
+    std::lock_guard<std::mutex> g(mu_);
+    ++foreign_frees_;
+    return;
+  }
+  const uint64_t off = static_cast<uint64_t>(start - mine_);
+  // The magic goes first, so a second free of the block is an error.
+  Header dead{};
+  std::memcpy(static_cast<uint8_t*>(p) - kHeader, &dead, sizeof dead);
+  std::lock_guard<std::mutex> g(mu_);
+  alloc_->free(off);
+}
+
+uint64_t SharedHeap::free_bytes() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return alloc_->free_bytes();
+}
+
+}  // namespace loom::omp

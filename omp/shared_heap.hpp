@@ -1,0 +1,65 @@
+#pragma once
+// The program's heap on shared memory: one range at the same address in every process (shared
+// in place by the layer), cut into one slice per process. Each process allocates from its own
+// slice with bookkeeping of its own, so an allocation never waits for another process; a block
+// is read and written by any process like the rest of shared memory. Each block carries a
+// 16-byte header in the range (its size and where it starts), so any process can find a
+// block's size (realloc) and owner.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "loom/dsm/memory/general_allocator.hpp"
+
+namespace loom::omp {
+
+class SharedHeap {
+ public:
+  static constexpr size_t kHeader = 16;
+  static constexpr size_t kGranule = 64;  // every block starts on a 64-byte boundary
+
+  // [base, base + bytes): zeros, this process's slice the rank-th of nprocs equal ones.
+  SharedHeap(uint8_t* base, size_t bytes, int rank, int nprocs);
+  SharedHeap(const SharedHeap&) = delete;
+  SharedHeap& operator=(const SharedHeap&) = delete;
+
+  bool contains(const void* p) const {
+    const auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(base_);
+    return a >= b && a - b < bytes_;
+  }
+  // n bytes aligned to `align` (a power of two), from this process's slice; nullptr when it is
+  // full or n is too large.
+  void* allocate(size_t n, size_t align);
+  // A block from allocate. One another process allocated is left to it and counted
+  // (foreign_frees): its bookkeeping lives in that process. Anything else is an error.
+  void free(void* p);
+  // The bytes a block holds (what allocate was asked for), read from its header.
+  size_t size_of(const void* p) const;
+  int owner(const void* p) const { return static_cast<int>((static_cast<const uint8_t*>(p) - base_) / slice_); }
+
+  size_t slice_bytes() const { return slice_; }
+  uint64_t foreign_frees() const { return foreign_frees_; }
+  uint64_t free_bytes() const;
+
+ private:
+  struct Header {
+    uint64_t size;    // bytes asked for
+    uint32_t offset;  // from the block's start to the pointer handed out
+    uint32_t magic;
+  };
+  static constexpr uint32_t kMagic = 0x4c4f4f4d;  // "LOOM"
+  const Header& header_of(const void* p) const;
+
+  uint8_t* base_;
+  size_t bytes_;
+  size_t slice_;
+  int rank_;
+  uint8_t* mine_;  // this process's slice
+  mutable std::mutex mu_;
+  std::unique_ptr<memory::GeneralAllocator> alloc_;
+  uint64_t foreign_frees_ = 0;
+};
+
+}  // namespace loom::omp
