@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "loom/coherence/diff.hpp"
+#include "loom/coherence/race_report.hpp"
+#include "loom/dsm/common/log.hpp"
 #include "loom/coherence/space_impl.hpp"
 #include "loom/dsm/common/backoff.hpp"
 
@@ -87,8 +89,20 @@ void Space::Impl::take_master(Lane& l, RegionState& rs, BlockMeta& m, int home, 
   }
   if (dir_mode) l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory, dir_read_bytes(), rs.dir_addr(mgr, b), rs.rkey(mgr));
   l.wait();
+  if (rt.collectives().checking()) report_races(rs, b, master);
   merge_diff(master, priv, rs.twin(b), bs);
   st_merged.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Checking mode: bytes of block b we wrote that another process wrote too since our twin (the
+// master holds theirs) are a data race; the first few are reported, all are counted.
+void Space::Impl::report_races(RegionState& rs, size_t b, const uint8_t* master) {
+  const Conflict c = conflicting_writes(master, rs.r->runtime_block(b), rs.twin(b), rs.r->block_size());
+  if (c.bytes == 0) return;
+  constexpr uint64_t kReported = 8;
+  const uint64_t k = st_races.fetch_add(1, std::memory_order_relaxed);
+  if (k < kReported) log::warn(race_message(rs.r->app_block(b) + c.first, c.bytes));
+  if (k + 1 == kReported) log::warn("dsm: further data races are counted, not reported (Space::stats().races)");
 }
 
 // Step 5 (directory policy): a flag and a counter at every other sharer; then only the new

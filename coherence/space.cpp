@@ -159,6 +159,7 @@ Stats Space::stats() const {
   s.twins = I.st_twins.load();
   s.released_blocks = I.st_released.load();
   s.merged_releases = I.st_merged.load();
+  s.races = I.st_races.load();
   s.fetch_retries = I.st_retries.load();
   s.invalidations = I.st_inval.load();
   s.fast_reads = I.st_fast.load();

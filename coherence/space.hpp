@@ -67,6 +67,7 @@ struct Stats {
   uint64_t downgrades_asked = 0;  // downgrades this process asked another for
   uint64_t notices = 0;           // write notices (entries, chunks included) applied by acquires
   uint64_t bytes_fetched = 0;     // block data read by the read path (misses and their retries)
+  uint64_t races = 0;             // checking mode: merges that found bytes another process wrote too (reported)
   // How writes to regions are tracked (loom-info also says what else the kernel offers).
   const char* write_tracking = region::kWriteTrackingInUse;
 };

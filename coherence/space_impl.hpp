@@ -85,7 +85,7 @@ struct Space::Impl {
   std::exception_ptr bar_error;
 
   std::atomic<uint64_t> st_faults{0}, st_misses{0}, st_reval{0}, st_twins{0}, st_released{0}, st_retries{0},
-      st_inval{0}, st_fast{0}, st_claims{0}, st_downgrades{0}, st_asked{0}, st_notices{0}, st_fetched{0}, st_merged{0};
+      st_inval{0}, st_fast{0}, st_claims{0}, st_downgrades{0}, st_asked{0}, st_notices{0}, st_fetched{0}, st_merged{0}, st_races{0};
   std::atomic<uint32_t> downgrade_pause_us{0};  // Space::fault_inject_downgrade_pause
 
   // Exclusive blocks claimed by the release in progress (fence_mu held), their mutexes held
@@ -200,6 +200,7 @@ struct Space::Impl {
   bool only_lease_moved(Lane& l, RegionState& rs, BlockMeta& m, DirWord old);
   DirWord next_word0(DirWord old, uint64_t wts_new, Publication how, int mgr) const;
   void take_master(Lane& l, RegionState& rs, BlockMeta& m, int home, bool unchanged, uint8_t* master);
+  void report_races(RegionState& rs, size_t b, const uint8_t* master);
   void invalidate_sharers(Lane& l, RegionState& rs, size_t b);
   void publish(Lane& l, RegionState& rs, size_t b, DirWord old, uint64_t wts_new, DirWord w0_new);
   void record(RegionState& rs, BlockMeta& m, uint64_t wts_new, DirWord w0_new);

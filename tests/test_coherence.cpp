@@ -87,6 +87,27 @@ TEST_P(Coherence, MessagePassingThroughLock) {
 
 // Every process writes its own slot of one block (false sharing); after a barrier everyone
 // sees every slot, round after round.
+// The checking mode's race report: every process writes one word in the same interval; the
+// merge of each diff after the first sees bytes another process wrote too.
+TEST_P(Coherence, WritesOfOneWordInOneIntervalAreReportedAsARace) {
+  if (np() < 2) GTEST_SKIP() << "a race needs two processes";
+  if (!rt().collectives().checking()) GTEST_SKIP() << "the race report is the checking mode's (LOOM_CHECK)";
+  Space& s = space();
+  auto& r = s.create_region(1 << 20);
+  auto* words = r.new_array<uint64_t>(64);
+  s.barrier();
+  const uint64_t before = s.stats().races;
+  words[3] = static_cast<uint64_t>(me()) + 1;  // every process, no synchronization between
+  words[8 + me()] = 1;                         // and a word of its own, which is no race
+  s.barrier();
+  uint64_t found = 0;
+  for (uint64_t v : rt().bootstrap().allgather_value(s.stats().races - before)) found += v;
+  EXPECT_GE(found, 1u) << "the second writer's merge sees the first's bytes";
+  EXPECT_LE(found, static_cast<uint64_t>(np() - 1));
+  s.barrier();
+  s.destroy_region(r);
+}
+
 TEST_P(Coherence, BarrierAndFalseSharing) {
   Space& s = space();
   auto& r = s.create_region(1 << 20);

@@ -276,6 +276,10 @@ TEST_P(CoherenceChecker, RandomDataRaceFreePrograms) {
   const std::string name = GetParam().name();
   std::string err = run_programs(s, seed, programs);
   ASSERT_EQ(err, "") << "policy " << name;
+  // The programs are data-race free: the checking mode's race report must find nothing.
+  if (rt().collectives().checking()) {
+    EXPECT_EQ(s.stats().races, 0u) << "policy " << name << ", seed " << seed;
+  }
   if (rt().rank() == 0) {
     auto st = s.stats();
     std::printf("[checker] %s: %d programs; misses %llu, fast reads %llu, released %llu, invalidations %llu, retries %llu, "

@@ -59,3 +59,17 @@ TEST(MergeDiff, MatchesTheByteReferenceOnRandomBlocks) {
     ASSERT_EQ(priv, p2) << "round " << round;
   }
 }
+
+TEST(ConflictingWrites, BytesBothWritersChangedAreCounted) {
+  using loom::coherence::conflicting_writes;
+  std::vector<uint8_t> twin(64, 0), priv(64, 0), master(64, 0);
+  priv[3] = 7;    // ours only
+  master[9] = 5;  // theirs only
+  EXPECT_EQ(conflicting_writes(master.data(), priv.data(), twin.data(), 64).bytes, 0u);
+  priv[20] = 1, master[20] = 2;  // both
+  priv[21] = 1, master[21] = 1;  // both, the same value: still both wrote it
+  priv[40] = 3, master[40] = 3;
+  auto c = conflicting_writes(master.data(), priv.data(), twin.data(), 64);
+  EXPECT_EQ(c.bytes, 3u);
+  EXPECT_EQ(c.first, 20u);
+}
