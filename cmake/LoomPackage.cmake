@@ -31,6 +31,9 @@ file(RELATIVE_PATH LOOM_PC_PREFIX_FROM_PCDIR /${pc_dir} /)
 string(REGEX REPLACE "/$" "" LOOM_PC_PREFIX_FROM_PCDIR "${LOOM_PC_PREFIX_FROM_PCDIR}")
 configure_file(cmake/loom.pc.in ${PROJECT_BINARY_DIR}/loom.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/loom.pc DESTINATION ${pc_dir} COMPONENT dev)
+# loom-omp.pc: the OpenMP layer's link line (cc -fopenmp prog.c $(pkg-config --libs loom-omp)).
+configure_file(cmake/loom-omp.pc.in ${PROJECT_BINARY_DIR}/loom-omp.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/loom-omp.pc DESTINATION ${pc_dir} COMPONENT dev)
 
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)

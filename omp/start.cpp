@@ -77,8 +77,9 @@ void refuse_libgomp() {
       },
       nullptr);
   if (found != 0)
-    die("the program also loaded libgomp (linked with -fopenmp?): link it with the layer's line only "
-        "($(pkg-config --libs loom-omp), docs/openmp.md), so that every OpenMP call reaches Loom");
+    die("the program also loaded libgomp: it calls an OpenMP entry point the Loom layer does not define "
+        "(docs/openmp.md, What is refused), or was linked without the layer's line ($(pkg-config --libs "
+        "loom-omp), whose --as-needed leaves libgomp out); every OpenMP call must reach Loom");
 }
 
 void end_layer() {

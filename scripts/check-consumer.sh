@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds examples/consumer against an installed Loom three ways — find_package(Loom) with the
 # shared libraries, with the static ones, and a pkg-config compile line — and runs each under
-# the installed loomrun with 2 processes.
+# the installed loomrun with 2 processes; then the OpenMP example (histogram.c) with nothing but
+# -fopenmp and the loom-omp link line, at 2 processes of 2 threads.
 # Usage: check-consumer.sh [PREFIX]   (no PREFIX: Loom installed in the system, e.g. the .debs)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../examples/consumer" && pwd)
@@ -27,3 +28,11 @@ libdir=$(pkg-config --variable=libdir loom)
 # shellcheck disable=SC2046
 g++ -std=c++20 -O2 "$src/consumer.cpp" $(pkg-config --cflags --libs loom) -Wl,-rpath,"$libdir" -o "$work/consumer-pc"
 "$loomrun" -n 2 --timeout 120 "$work/consumer-pc"
+echo "== an OpenMP program: gcc -fopenmp histogram.c \$(pkg-config --libs loom-omp) =="
+# shellcheck disable=SC2046
+gcc -O2 -fopenmp "$src/histogram.c" $(pkg-config --libs loom-omp) -o "$work/histogram"
+if readelf -d "$work/histogram" | grep -q 'libgomp'; then
+  echo "FAILED: the OpenMP example links libgomp"
+  exit 1
+fi
+"$loomrun" -n 2 --threads 2 --timeout 120 "$work/histogram"
