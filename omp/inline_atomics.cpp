@@ -108,6 +108,13 @@ AtomicEffect carry_out_locally(const AtomicSite& s, uintptr_t a, uint64_t src, u
 // release publishes the write (paired with the acquire of the next process to take it).
 AtomicEffect carry_out_shared(AtomicRouter& r, const AtomicSite& s, uintptr_t a, uint64_t src, uint64_t acc,
                               uint64_t flags) {
+  // The step may fault on shared memory, which the region layer's SIGSEGV handler serves: it
+  // must not be blocked here (TSan's interceptor blocks every signal while a handler runs). The
+  // mask from before the trap comes back with the return. Local steps need no syscall.
+  sigset_t segv;
+  sigemptyset(&segv);
+  sigaddset(&segv, SIGSEGV);
+  pthread_sigmask(SIG_UNBLOCK, &segv, nullptr);
   r.lock(a);
   AtomicEffect e = apply_atomic(s.op, s.width, load(a, s.width), src, acc, flags);
   if (e.store) store(a, s.width, e.memory);
@@ -166,13 +173,6 @@ void on_trap(int sig, siginfo_t* info, void* ucv) {
   const AtomicSite* s = site_at(static_cast<uint64_t>(g[REG_RIP]) - 1);  // RIP is past the INT3
   if (s == nullptr) return pass_on(sig, info, ucv);
   const int saved = errno;
-  // The step may fault on shared memory, which the region layer's SIGSEGV handler serves: it
-  // must not be blocked here (TSan's interceptor blocks every signal while a handler runs). The
-  // mask from before the trap comes back with the return.
-  sigset_t segv;
-  sigemptyset(&segv);
-  sigaddset(&segv, SIGSEGV);
-  pthread_sigmask(SIG_UNBLOCK, &segv, nullptr);
   carry_out(*s, g);
   errno = saved;
 }
