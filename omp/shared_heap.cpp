@@ -1,18 +1,35 @@
 #include "loom/omp/shared_heap.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "loom/dsm/common/error.hpp"
 
 namespace loom::omp {
 
+namespace {
+size_t granules(size_t bytes) { return bytes / SharedHeap::kGranule * SharedHeap::kGranule; }
+}  // namespace
+
 SharedHeap::SharedHeap(uint8_t* base, size_t bytes, int rank, int nprocs)
-    : base_(base), bytes_(bytes), slice_(bytes / static_cast<size_t>(nprocs) / kGranule * kGranule), rank_(rank) {
+    : base_(base),
+      bytes_(bytes),
+      first_(nprocs > 1 ? granules(bytes / 2) : granules(bytes)),
+      other_(nprocs > 1 ? granules((bytes - first_) / static_cast<size_t>(nprocs - 1)) : 0),
+      slice_(rank == 0 ? first_ : other_),
+      rank_(rank),
+      nprocs_(nprocs) {
   if (nprocs < 1 || rank < 0 || rank >= nprocs) fail("omp: heap for rank ", rank, " of ", nprocs);
   if (reinterpret_cast<uintptr_t>(base) % kGranule != 0 || slice_ < kGranule)
     fail("omp: a heap of ", bytes, " bytes at ", static_cast<void*>(base), " cannot be cut into ", nprocs, " slices");
-  mine_ = base_ + slice_ * static_cast<size_t>(rank_);
+  mine_ = rank_ == 0 ? base_ : base_ + first_ + other_ * static_cast<size_t>(rank_ - 1);
   alloc_ = std::make_unique<memory::GeneralAllocator>(slice_, memory::Fit::First, kGranule);
+}
+
+int SharedHeap::owner(const void* p) const {
+  const auto off = static_cast<size_t>(static_cast<const uint8_t*>(p) - base_);
+  if (off < first_) return 0;
+  return std::min(nprocs_ - 1, 1 + static_cast<int>((off - first_) / other_));
 }
 
 void* SharedHeap::allocate(size_t n, size_t align) {

@@ -1,6 +1,8 @@
 #pragma once
 // The program's heap on shared memory: one range at the same address in every process (shared
-// in place by the layer), cut into one slice per process. Each process allocates from its own
+// in place by the layer), cut into one slice per process: rank 0's is half the range (its master
+// runs the program's serial code, where most allocations are made), the others share the other
+// half in equal parts. Each process allocates from its own
 // slice with bookkeeping of its own, so an allocation never waits for another process; a block
 // is read and written by any process like the rest of shared memory. Each block carries a
 // 16-byte header in the range (its size and where it starts), so any process can find a
@@ -20,7 +22,7 @@ class SharedHeap {
   static constexpr size_t kHeader = 16;
   static constexpr size_t kGranule = 64;  // every block starts on a 64-byte boundary
 
-  // [base, base + bytes): zeros, this process's slice the rank-th of nprocs equal ones.
+  // [base, base + bytes): zeros, cut into nprocs slices as above.
   SharedHeap(uint8_t* base, size_t bytes, int rank, int nprocs);
   SharedHeap(const SharedHeap&) = delete;
   SharedHeap& operator=(const SharedHeap&) = delete;
@@ -37,9 +39,9 @@ class SharedHeap {
   void free(void* p);
   // The bytes a block holds (what allocate was asked for), read from its header.
   size_t size_of(const void* p) const;
-  int owner(const void* p) const { return static_cast<int>((static_cast<const uint8_t*>(p) - base_) / slice_); }
+  int owner(const void* p) const;
 
-  size_t slice_bytes() const { return slice_; }
+  size_t slice_bytes() const { return slice_; }  // this process's
   uint64_t foreign_frees() const { return foreign_frees_; }
   uint64_t free_bytes() const;
 
@@ -54,8 +56,10 @@ class SharedHeap {
 
   uint8_t* base_;
   size_t bytes_;
-  size_t slice_;
-  int rank_;
+  size_t first_;  // rank 0's slice
+  size_t other_;  // each other rank's
+  size_t slice_;  // this process's
+  int rank_, nprocs_;
   uint8_t* mine_;  // this process's slice
   mutable std::mutex mu_;
   std::unique_ptr<memory::GeneralAllocator> alloc_;

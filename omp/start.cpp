@@ -8,7 +8,7 @@
 //   3. starts the layer (collective), then on rank 0 runs the program's main on the shared
 //      stack, and on every other rank serves the team's regions until rank 0's program ends;
 //   4. ends the layer collectively: after main returns, or in an exit handler when the program
-//      calls exit().
+//      calls exit() from serial code (exit() inside a region ends the process at once).
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -94,6 +94,23 @@ void end_layer() {
 // which stays mapped: it is given back as private memory in one step).
 void end_at_exit() {
   if (g_started != nullptr && g_started->rank() == 0) on_private_stack([](void*) { end_layer(); }, nullptr);
+}
+
+// exit() inside a parallel region — a thread's error path, on any rank — cannot end the layer
+// collectively (the region's other threads wait in its barriers), nor run exit handlers beside
+// them over shared memory: the process ends at once with the status, its output flushed, and
+// the launcher ends the job with it. Rank 0's master in serial code exits normally.
+[[noreturn]] void exit_program(int status) {
+  Layer* l = g_started;
+  if (l != nullptr && (l->rank() != 0 || l->team().region_active())) {
+    std::fflush(nullptr);
+    _exit(status);
+  }
+  using ExitFn = void (*)(int);
+  auto real = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "exit"));
+  if (real == nullptr) die("cannot find the C library's exit");
+  real(status);
+  __builtin_unreachable();
 }
 
 // The program's own allocations come from the shared heap from here on: code in the
@@ -212,6 +229,8 @@ int layer_main(int argc, char** argv, char** envp) {
 
 }  // namespace
 }  // namespace loom::omp
+
+LOOM_OMP_API void exit(int status) noexcept { loom::omp::exit_program(status); }
 
 LOOM_OMP_API int __libc_start_main(loom::omp::MainFn main, int argc, char** argv, void (*init)(), void (*fini)(),
                                    void (*rtld_fini)(), void* stack_end) {

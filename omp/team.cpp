@@ -85,8 +85,10 @@ void Team::parallel(Outlined fn, void* data, unsigned requested, const LoopSpec*
   desc_->has_loop = loop != nullptr ? 1 : 0;
   if (loop != nullptr) desc_->loop = *loop;
   desc_->seq += 1;
+  region_active_.store(true, std::memory_order_release);
   space_.barrier();  // fork: the descriptor is released to every thread
   run_region(0);
+  region_active_.store(false, std::memory_order_release);
 }
 
 void Team::serve() {

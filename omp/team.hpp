@@ -6,6 +6,7 @@
 // Worksharing takes its shared state from atomic words made with the team: the k-th construct
 // every thread meets uses word k mod kWords, tagged with k / kWords, so no construct needs a
 // collective set-up; locks serve `critical`.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -56,6 +57,9 @@ class Team {
   void serve();
 
   int size() const { return size_; }
+  // Rank 0: a region runs (from its fork until the master has passed its join). The other
+  // ranks' threads run the program's code only in regions.
+  bool region_active() const { return region_active_.load(std::memory_order_acquire); }
   // The calling thread's team and number in the current region (nullptr and 0 outside one).
   static Team* current();
   static int thread_num();
@@ -92,6 +96,7 @@ class Team {
 
   coherence::Space& space_;
   int rank_ = 0, per_process_ = 1, size_ = 1;
+  std::atomic<bool> region_active_{false};  // written by rank 0's master
   region::Region* control_ = nullptr;
   Descriptor* desc_ = nullptr;
   uint64_t* words_ = nullptr;  // kWords atomic words in control_

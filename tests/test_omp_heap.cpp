@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <set>
+#include <vector>
 
 #include "loom/dsm/common/error.hpp"
 #include "loom/omp/shared_heap.hpp"
@@ -32,6 +33,32 @@ TEST(OmpSharedHeap, EachProcessAllocatesFromItsOwnSlice) {
   EXPECT_GE(static_cast<uint8_t*>(b), r.base + h0.slice_bytes());
   EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 16, 0u);
   EXPECT_EQ(h1.size_of(a), 100u) << "any process reads a block's size from its header";
+}
+
+TEST(OmpSharedHeap, RankZeroHasHalfTheRangeAndTheOthersShareTheRest) {
+  Range r;
+  constexpr int kProcs = 4;
+  std::vector<std::unique_ptr<SharedHeap>> heaps;
+  for (int rank = 0; rank < kProcs; ++rank) heaps.push_back(std::make_unique<SharedHeap>(r.base, r.bytes, rank, kProcs));
+  EXPECT_EQ(heaps[0]->slice_bytes(), r.bytes / 2) << "rank 0's master makes the serial code's allocations";
+  size_t total = 0;
+  for (int rank = 0; rank < kProcs; ++rank) {
+    total += heaps[rank]->slice_bytes();
+    if (rank > 0) {
+      EXPECT_EQ(heaps[rank]->slice_bytes(), heaps[1]->slice_bytes());
+    }
+    // The first and the last block a slice can hold belong to its process, seen from any other.
+    void* first = heaps[rank]->allocate(64, 16);
+    void* last = heaps[rank]->allocate(heaps[rank]->slice_bytes() - 64 - 2 * SharedHeap::kGranule, 16);
+    ASSERT_NE(first, nullptr);
+    ASSERT_NE(last, nullptr) << rank;
+    for (const auto& h : heaps) {
+      EXPECT_EQ(h->owner(first), rank);
+      EXPECT_EQ(h->owner(static_cast<uint8_t*>(last) + heaps[rank]->size_of(last) - 1), rank);
+    }
+  }
+  EXPECT_LE(total, r.bytes);
+  EXPECT_GT(total, r.bytes - kProcs * SharedHeap::kGranule);
 }
 
 TEST(OmpSharedHeap, AlignmentsAndSizesAreKept) {

@@ -1,10 +1,10 @@
 #include "bench/nas/omp_team.hpp"
 
 #include <omp.h>
-#include <sys/mman.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <utility>
 #include <vector>
@@ -12,17 +12,20 @@
 namespace loom::nas {
 namespace {
 
-// What the threads share: the allocations (anonymous mappings, zero until touched).
+// What the threads share: the allocations. They come from malloc, so on Loom's OpenMP layer
+// (nas_loomp) they lie in its shared heap, and with libgomp in this process's memory.
 struct OmpShared {
   void* last = nullptr;
-  std::vector<std::pair<void*, size_t>> maps;
+  std::vector<void*> blocks;
   OmpShared() = default;
   OmpShared(const OmpShared&) = delete;
   OmpShared& operator=(const OmpShared&) = delete;
   ~OmpShared() {
-    for (auto& [p, n] : maps) munmap(p, n);
+    for (void* p : blocks) std::free(p);
   }
 };
+
+constexpr size_t kPage = 4096;
 
 class OmpTeam final : public Team {
  public:
@@ -33,17 +36,21 @@ class OmpTeam final : public Team {
   }
 
  protected:
+  // Zero, as the Loom back end's region memory is; each thread zeroes (first touches) its part.
   void* allocate(size_t bytes, size_t /*piece*/) override {
 #pragma omp barrier
     if (thread() == 0) {
-      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) {
-        std::perror("nas: mmap");
+      void* p = std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage);
+      if (p == nullptr) {
+        std::fprintf(stderr, "nas: cannot allocate %zu bytes\n", bytes);
         std::exit(2);
       }
-      sh_.maps.emplace_back(p, bytes);
+      sh_.blocks.push_back(p);
       sh_.last = p;
     }
+#pragma omp barrier
+    const Range mine = part(bytes, kPage);
+    std::memset(static_cast<char*>(sh_.last) + mine.lo, 0, mine.size());
 #pragma omp barrier
     return sh_.last;
   }

@@ -1,6 +1,7 @@
 #pragma once
 // The OpenMP back end of the team (team.hpp): the reference build, a kernel's members the
-// OpenMP threads of this process, its shared arrays anonymous mappings.
+// OpenMP threads of this process (or, in nas_loomp, of the job on Loom's OpenMP layer), its
+// shared arrays malloc's.
 #include "bench/nas/kernel.hpp"
 
 namespace loom::nas {
