@@ -1,12 +1,13 @@
 // bench_nas: the NAS kernels on Loom beside their OpenMP build, in one run (docs/nas.md).
 //   bench_nas [--quick] [--classes S,W,A] [--kernels ep,cg,is,mg,ft] [--np 1,2]
 //             [--policies floating-ts,...] [--loom-threads 1] [--omp-threads 1,2] [--reps N]
-//             [--emulate-nodes 2,4] [--csv FILE]
+//             [--emulate-nodes 2,4] [--no-loomp] [--csv FILE]
 // Under LOOM_WIRE (docs/wire.md) the Loom variants run over the emulated wire, split over each
 // of --emulate-nodes' node counts (default: a node per rank), and their names gain
 // "@<wire>-nodes<K>"; the OpenMP variants are as without it.
-// For each kernel and class, every variant (omp-t<T>, loom-<policy>-np<P>-t<T>) runs as its own
-// program (nas_omp; nas_loom under loomrun), the variants interleaved in a balanced order, each
+// For each kernel and class, every variant (omp-t<T>, loom-<policy>-np<P>-t<T>, and loomp-np<P>-t<T>:
+// the OpenMP build unmodified on Loom's OpenMP layer) runs as its own program (nas_omp; nas_loom
+// and nas_loomp under loomrun), the variants interleaved in a balanced order, each
 // repeated. Rows: variant, size (<kernel>.<class>), metric (seconds, mops, verified, and the
 // DSM counters of Loom runs), value (median over repeats; verified = 1 iff every run verified),
 // unit, and the load average over the runs. Exits 1 if any run failed verification.
@@ -35,6 +36,7 @@ struct Options {
   std::vector<int> loom_threads = {1};
   std::vector<int> omp_threads = {1, 2};
   std::vector<int> emulate_nodes;  // under LOOM_WIRE; empty: a node per rank
+  bool loomp = true;               // the loomp-np<P>-t<T> rows (--no-loomp: none)
   int reps = 3;
   std::string csv;
 };
@@ -69,6 +71,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--kernels") o.kernels = split(value());
     else if (a == "--np") o.np = split_ints(value(), 1, 64);
     else if (a == "--policies") o.policies = split(value());
+    else if (a == "--no-loomp") o.loomp = false;
     else if (a == "--loom-threads") o.loom_threads = split_ints(value(), 1, 64);
     else if (a == "--omp-threads") o.omp_threads = split_ints(value(), 1, 256);
     else if (a == "--reps") o.reps = split_ints(value(), 1, 1000).front();
@@ -103,10 +106,18 @@ std::vector<Variant> variants(const Options& o, const std::string& dir) {
       const std::string suffix = wire.empty() ? "" : "@" + wire + "-nodes" + std::to_string(nodes);
       const std::string launch = dir + "/../../loomrun --no-prefix --timeout 1200 -n " + std::to_string(np) +
                                  (wire.empty() ? "" : " --emulate-nodes " + std::to_string(nodes));
-      for (int t : o.loom_threads)
+      for (int t : o.loom_threads) {
         for (const std::string& p : o.policies)
           v.push_back({"loom-" + p + "-np" + std::to_string(np) + "-t" + std::to_string(t) + suffix,
                        launch + " --threads " + std::to_string(t) + " " + dir + "/nas_loom {} --policy " + p, true});
+        // The OpenMP back end, unmodified, on Loom's OpenMP layer (default policy), its heap
+        // sized for the problem ({heap}).
+        if (o.loomp)
+          v.push_back({"loomp-np" + std::to_string(np) + "-t" + std::to_string(t) + suffix,
+                       "LOOM_OMP_HEAP={heap} " + launch + " --threads " + std::to_string(t) + " " + dir + "/nas_loomp {} --threads " +
+                           std::to_string(np * t),
+                       true});
+      }
     }
   return v;
 }
@@ -163,8 +174,18 @@ std::string self_dir() {
   return s.substr(0, s.rfind('/'));
 }
 
-std::string with_problem(std::string command, const std::string& problem) {
-  command.replace(command.find("{}"), 2, problem);
+// The OpenMP layer's heap for a problem: rank 0's half holds three times the kernel's shared
+// arrays (with the kernels' other allocations) and 32 MiB more, in whole 64 MiB.
+std::string heap_for(const std::string& kernel, char cls) {
+  constexpr size_t kUnit = size_t{64} << 20;
+  const size_t shared = loom::nas::find_kernel(kernel)->shared_bytes(cls, 1);
+  const size_t half = 3 * shared + kUnit / 2;
+  return std::to_string((2 * half + kUnit - 1) / kUnit * (kUnit >> 20)) + "M";
+}
+
+std::string with_problem(std::string command, const std::string& kernel, const std::string& cls) {
+  command.replace(command.find("{}"), 2, kernel + " " + cls);
+  if (const size_t at = command.find("{heap}"); at != std::string::npos) command.replace(at, 6, heap_for(kernel, cls[0]));
   return command;
 }
 
@@ -191,13 +212,13 @@ int main(int argc, char** argv) {
   std::printf("%-10s %-40s %10s %10s %8s %8s %6s %6s\n", "problem", "variant", "seconds", "Mop/s", "/omp-t1", "/omp-t2", "ok", "load");
   for (const std::string& k : o.kernels)
     for (const std::string& c : o.classes) {
-      const std::string problem = k + " " + c, size = k + "." + c;
+      const std::string size = k + "." + c;
       std::vector<std::vector<Run>> runs(vs.size());
       std::vector<double> loads(vs.size(), 0.0);
       for (int rep = 0; rep < o.reps; ++rep)
         for (int i : loom::bench::balanced_order(static_cast<int>(vs.size()), rep)) {
           loads[static_cast<size_t>(i)] += load_average() / o.reps;
-          runs[static_cast<size_t>(i)].push_back(run(with_problem(vs[static_cast<size_t>(i)].command, problem)));
+          runs[static_cast<size_t>(i)].push_back(run(with_problem(vs[static_cast<size_t>(i)].command, k, c)));
         }
       std::map<std::string, double> base;  // omp-t1, omp-t2 medians
       std::vector<std::map<std::string, double>> medians(vs.size());
