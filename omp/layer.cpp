@@ -43,7 +43,7 @@ void Layer::make_heap() {
   heap_bytes_ = (loom::settings::get_size(settings::kHeap) + k2M - 1) / k2M * k2M;
   heap_mem_ = region::map_at_common_address(rt_->bootstrap(), heap_bytes_, true);
   if (heap_mem_ == nullptr) fail("omp: no range of ", heap_bytes_, " bytes free in every process for the shared heap (LOOM_OMP_HEAP)");
-  heap_region_ = &space_->share_fresh_in_place(heap_mem_, heap_bytes_);
+  heap_region_ = &space_->share_fresh_in_place(heap_mem_, heap_bytes_, loom::settings::get_size(settings::kHeapBlock));
   heap_ = new SharedHeap(heap_mem_, heap_bytes_, rt_->rank(), rt_->size());
 }
 
