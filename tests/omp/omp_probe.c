@@ -1,7 +1,7 @@
 /* An unmodified OpenMP program (only -fopenmp and the layer's link line) that checks what it
  * sees: every thread of every process runs, loops of every schedule hand out each iteration
  * once, critical sections and single exclude across processes, barriers, a nested region of one
- * thread, tasks. Globals and the variables of main's frames are shared as on one machine. */
+ * thread, tasks, sections. Globals and the variables of main's frames are shared as on one machine. */
 #include <omp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@ long named_count;
 int singles;
 int phase[MAXT];
 int phase_bad;
+int section_count[8];
 
 static int fail(const char* what, long got, long want) {
   printf("omp-probe FAILED: %s: %ld, expected %ld\n", what, got, want);
@@ -132,6 +133,38 @@ int main(void) {
 #pragma omp taskwait
   }
   if (task_sum != 45) return fail("task sum", task_sum, 45);
+
+  /* sections: each runs once, on some thread of the job (a second run would double a count) */
+#pragma omp parallel
+  {
+#pragma omp sections
+    {
+#pragma omp section
+      section_count[0] += 1;
+#pragma omp section
+      section_count[1] += 1;
+#pragma omp section
+      section_count[2] += 1;
+    }
+#pragma omp sections nowait
+    {
+#pragma omp section
+      section_count[3] += 1;
+#pragma omp section
+      section_count[4] += 1;
+    }
+  }
+#pragma omp parallel sections
+  {
+#pragma omp section
+    section_count[5] += 1;
+#pragma omp section
+    section_count[6] += 1;
+#pragma omp section
+    section_count[7] += 1;
+  }
+  for (int k = 0; k < 8; k++)
+    if (section_count[k] != 1) return fail("a section's runs", section_count[k], 1);
 
   printf("omp-probe OK: %d threads\n", threads);
   return 0;
