@@ -20,7 +20,7 @@ inline constexpr Setting kHeap{"LOOM_OMP_HEAP", T::Size, "64M", "16M..1024G",
                                "per process (each process allocates from its own); every process commits a public copy of it "
                                "as registered memory, so start-up time and memory grow with it"};
 
-inline constexpr Setting kHeapBlock{"LOOM_OMP_HEAP_BLOCK", T::Size, "4K", "4K..1M",
+inline constexpr Setting kHeapBlock{"LOOM_OMP_HEAP_BLOCK", T::Size, "64K", "4K..1M",
                                     "the shared heap's coherence block (a power of two): the unit of its faults, diffs and "
                                     "invalidations; larger blocks cost fewer faults on large arrays and more false sharing on "
                                     "small objects"};
