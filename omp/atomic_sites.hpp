@@ -51,6 +51,12 @@ struct AtomicSite {
   int64_t imm = 0;      // the immediate, sign-extended
   std::string text;     // the instruction in AT&T syntax, for messages
   uint64_t next_pc() const { return pc + length; }
+  // GCC's full fence (`omp flush`, __sync_synchronize): `lock or $0, (%rsp)`.
+  bool is_fence() const {
+    constexpr int8_t kRsp = 4;
+    return op == AtomicOp::Or && src.index < 0 && imm == 0 && mem.base.index == kRsp && mem.index.index < 0 &&
+           mem.disp == 0 && !mem.rip_relative && !mem.fs;
+  }
 };
 
 // The instruction at `code` (at address pc) when it is an atomic read-modify-write on memory;

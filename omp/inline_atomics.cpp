@@ -211,8 +211,13 @@ void replace_inline_atomics(std::span<const PageRange> code, AtomicRouter* route
 void set_atomic_router(AtomicRouter* router) { g_router.store(router, std::memory_order_release); }
 
 InlineAtomicStats inline_atomic_stats() {
-  return InlineAtomicStats{g_sites.size(), g_unsupported.size(), g_shared.load(std::memory_order_relaxed),
-                           g_local.load(std::memory_order_relaxed)};
+  InlineAtomicStats st{g_sites.size(), g_unsupported.size(), g_shared.load(std::memory_order_relaxed),
+                       g_local.load(std::memory_order_relaxed)};
+  for (const AtomicSite& s : g_sites) {
+    if (!s.is_fence()) continue;
+    if (st.fences++ == 0) st.first_fence = s.pc;
+  }
+  return st;
 }
 
 std::vector<AtomicSite> unsupported_atomics() { return g_unsupported; }

@@ -32,6 +32,8 @@ struct InlineAtomicStats {
   uint64_t unsupported = 0;  // locked instructions left as they are (listed by unsupported_atomics)
   uint64_t shared = 0;       // carried out on region memory
   uint64_t local = 0;        // carried out on other memory
+  uint64_t fences = 0;       // of the sites, GCC's full fences (`omp flush`)
+  uint64_t first_fence = 0;  // the first one's address
 };
 
 // Once per process, before other threads run: replaces every atomic in `code` and installs the

@@ -85,6 +85,13 @@ TEST(OmpAtomicSites, OtherInstructionsAreNotAtomicsAndSomeAtomicsAreUnsupported)
   EXPECT_EQ(wide.op, AtomicOp::Unsupported);
 }
 
+TEST(OmpAtomicSites, GccsFullFenceIsRecognized) {
+  EXPECT_TRUE(decode({0xf0, 0x48, 0x83, 0x0c, 0x24, 0x00}).is_fence());   // lock orq $0, (%rsp): omp flush
+  EXPECT_FALSE(decode({0xf0, 0x48, 0x83, 0x0c, 0x24, 0x01}).is_fence());  // lock orq $1, (%rsp)
+  EXPECT_FALSE(decode({0xf0, 0x48, 0x83, 0x08, 0x00}).is_fence());        // lock orq $0, (%rax)
+  EXPECT_FALSE(decode({0xf0, 0x48, 0x83, 0x04, 0x24, 0x00}).is_fence());  // lock addq $0, (%rsp)
+}
+
 TEST(OmpAtomicSites, FindsEveryAtomicInARunOfCode) {
   const std::vector<uint8_t> code{
       0x90,                                // nop
