@@ -19,6 +19,7 @@ namespace {
 
 std::vector<AtomicSite> g_sites;  // sorted by pc; written once, before other threads run
 std::vector<AtomicSite> g_unsupported;
+uint64_t g_fences = 0, g_first_fence = 0;  // of g_sites, GCC's full fences (counted with them)
 std::atomic<AtomicRouter*> g_router{nullptr};
 std::atomic<uint64_t> g_shared{0}, g_local{0};
 struct sigaction g_previous {};
@@ -198,6 +199,10 @@ void replace_inline_atomics(std::span<const PageRange> code, AtomicRouter* route
       (s.op == AtomicOp::Unsupported ? g_unsupported : g_sites).push_back(std::move(s));
   }
   std::sort(g_sites.begin(), g_sites.end(), [](const AtomicSite& a, const AtomicSite& b) { return a.pc < b.pc; });
+  for (const AtomicSite& s : g_sites) {
+    if (!s.is_fence()) continue;
+    if (g_fences++ == 0) g_first_fence = s.pc;
+  }
   g_router.store(router, std::memory_order_release);
   struct sigaction act {};
   act.sa_sigaction = on_trap;
@@ -211,13 +216,8 @@ void replace_inline_atomics(std::span<const PageRange> code, AtomicRouter* route
 void set_atomic_router(AtomicRouter* router) { g_router.store(router, std::memory_order_release); }
 
 InlineAtomicStats inline_atomic_stats() {
-  InlineAtomicStats st{g_sites.size(), g_unsupported.size(), g_shared.load(std::memory_order_relaxed),
-                       g_local.load(std::memory_order_relaxed)};
-  for (const AtomicSite& s : g_sites) {
-    if (!s.is_fence()) continue;
-    if (st.fences++ == 0) st.first_fence = s.pc;
-  }
-  return st;
+  return InlineAtomicStats{g_sites.size(), g_unsupported.size(), g_shared.load(std::memory_order_relaxed),
+                           g_local.load(std::memory_order_relaxed), g_fences, g_first_fence};
 }
 
 std::vector<AtomicSite> unsupported_atomics() { return g_unsupported; }
