@@ -7,7 +7,7 @@
 #include "loom/coherence/lane.hpp"
 #include "loom/dsm/common/error.hpp"
 #include "loom/dsm/common/log.hpp"
-#include "loom/dsm/fabric/shm/ordered_copy.hpp"
+#include "loom/dsm/fabric/ordered_copy.hpp"
 #include "loom/dsm/runtime/connect.hpp"
 #include "loom/objects/settings.hpp"
 
@@ -191,7 +191,7 @@ void Endpoint::direct_get(void* out, const uint8_t* src, size_t len) {
 
 void Endpoint::direct_put(uint8_t* dst, const void* in, size_t len) {
   if (!whole_words(dst, in, len)) {
-    fabric::shm::place(dst, static_cast<const uint8_t*>(in), len);
+    fabric::place(dst, static_cast<const uint8_t*>(in), len);
     return;
   }
   const auto* i = static_cast<const uint64_t*>(in);

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "loom/dsm/fabric/shm/ordered_copy.hpp"
+#include "loom/dsm/fabric/ordered_copy.hpp"
 #include "loom/dsm/fabric/shm/shm_qp.hpp"
 
 namespace loom::fabric::shm {

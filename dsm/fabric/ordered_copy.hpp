@@ -1,20 +1,22 @@
 #pragma once
-// The ordered copy every WRITE uses (docs/provider-contract.md): bytes in address order, the
-// last 8 bytes last, so a trailing notification flag is seen only after the data before it.
+// The ordered copy of the provider contract (docs/provider-contract.md): bytes in address
+// order, the last 8 bytes last, so a trailing notification flag is seen only after the data
+// before it. Every WRITE of the shm provider places its bytes with it, and so does any layer that
+// copies into mapped memory of another process in the contract's place (the objects' direct
+// path), so that a reader polling the flag pairs with the same fence either way.
 #include <cstdint>
 #include <atomic>
 #include <cstring>
 
 #include "loom/dsm/common/backoff.hpp"
 
-namespace loom::fabric::shm {
+namespace loom::fabric {
 
 // Placement of a WRITE in address order, the last 8 bytes last: a trailing notification flag is
 // seen only after the data before it (see docs/provider-contract.md).
 //
 // Up to 64 bytes are copied here with overlapping moves of a fixed width (as a library memcpy
-// does inside), without the call: the library call (a PLT jump, a size dispatch) showed as a
-// fifth of a 32-byte WRITE's profile.
+// does inside), without the library call (bench/README.md, "Measurements behind constants in the code").
 template <typename T>
 [[gnu::always_inline]] inline void move_pair(uint8_t* dst, const uint8_t* src, uint64_t n) {
   // sizeof(T) <= n <= 2 sizeof(T): [0, W) and [n - W, n) cover [0, n).
@@ -57,11 +59,11 @@ using Bytes16 = uint64_t __attribute__((vector_size(16)));
   } else if (len > 8) {
     if (len <= 72) copy_small(dst, src, len - 8);
     else std::memcpy(dst, src, len - 8);
-    wait::store_fence();
+    wait::store_fence();  // pairs with the reader's load of the flag (acquire) before the data
     std::memcpy(dst + len - 8, src + len - 8, 8);
   } else {
     copy_small(dst, src, len);
   }
 }
 
-}  // namespace loom::fabric::shm
+}  // namespace loom::fabric
