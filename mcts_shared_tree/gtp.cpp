@@ -141,12 +141,11 @@ Reply HexEngine::play(const std::vector<std::string>& args) {
   if (color < 0) return error("invalid color '" + args[0] + "'");
   const Hex::State& s = position();
   if (game_->winner(s) >= 0) return error("illegal move: the game is over");
-  if (color != game_->to_move(s)) return error(std::string("illegal move: ") + (game_->to_move(s) == 0 ? "black" : "white") + " is to move");
   const std::optional<Hex::Move> m = game_->parse_move(args[1]);
   if (!m) return error("illegal move: '" + args[1] + "' is not a cell of the board");
   if (!game_->empty(s, *m)) return error("illegal move: " + args[1] + " is occupied");
   Hex::State next = s;
-  game_->play(next, *m);
+  game_->place(next, color, *m);  // either colour: GTP sets up positions by play in any order
   history_.push_back(next);
   return ok();
 }
@@ -157,19 +156,20 @@ Reply HexEngine::genmove(const std::vector<std::string>& args) {
   if (color < 0) return error("invalid color '" + args[0] + "'");
   const Hex::State& s = position();
   if (game_->winner(s) >= 0) return ok("resign");  // the game is over: nothing to play
-  if (color != game_->to_move(s)) return error(std::string(color == 0 ? "black" : "white") + " is not to move");
-  const int m = choose_move();
+  Hex::State here = s;
+  game_->set_to_move(here, color);  // genmove's colour moves, whoever placed the last stone
+  const int m = choose_move(here);
   if (m < 0) return error("no move found");
-  Hex::State next = s;
+  Hex::State next = here;
   game_->play(next, static_cast<Hex::Move>(m));
   history_.push_back(next);
   return ok(game_->move_name(static_cast<Hex::Move>(m)));
 }
 
 // The policy's search (local: rank 0's alone), and rank 0's answer shared with everyone.
-int HexEngine::choose_move() {
+int HexEngine::choose_move(const Hex::State& position) {
   int best = -1;
-  if (o_.policy != TreePolicy::Local || rt_.rank() == 0) best = search_->run(position(), o_.budget).best;
+  if (o_.policy != TreePolicy::Local || rt_.rank() == 0) best = search_->run(position, o_.budget).best;
   return rt_.bootstrap().allgather_value(best)[0];
 }
 

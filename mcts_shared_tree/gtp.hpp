@@ -8,6 +8,8 @@
 // clear_board, play COLOR CELL, genmove COLOR, showboard, undo, quit, and the extension
 // loom-budget rollouts N | seconds S (the budget of each genmove). COLOR is b/black or
 // w/white (Black moves first and connects top to bottom); CELL is column letter + row number.
+// `play` takes either colour in any order (controllers set up positions that way); the side to
+// move is the other colour of the last stone placed, or the colour of the last genmove.
 //
 // Every process runs every command (rank 0 reads them and shares each line): the state is
 // replicated, and a genmove is one collective search under the engine's tree policy. A refused
@@ -62,7 +64,7 @@ class HexEngine {
   Reply budget(const std::vector<std::string>& args);
   void new_game(int n);
   int color_arg(const std::string& a) const;  // 0, 1 or -1
-  int choose_move();                          // collective; rank 0's choice, everywhere
+  int choose_move(const Hex::State& position);  // collective; rank 0's choice, everywhere
 
   EngineOptions o_;
   Runtime& rt_;

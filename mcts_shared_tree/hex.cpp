@@ -84,6 +84,7 @@ uint64_t Hex::hash(const State& s) const {
       h ^= (static_cast<uint64_t>(s.stones[p][r]) << (p * 32)) + 0x632be59bd9b4e019ULL * static_cast<uint64_t>(r + 1);
       h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ULL;
     }
+  h ^= static_cast<uint64_t>(s.mover) * 0x94d049bb133111ebULL;
   return h ^ (h >> 32);
 }
 

@@ -25,7 +25,7 @@ class Hex {
     uint32_t stones[2][kMaxN];  // [player][row]
     uint16_t placed;
     uint8_t n;
-    uint8_t pad;
+    uint8_t mover;  // the player whose turn it is: the one who did not place the last stone
   };
   using Move = uint16_t;
 
@@ -33,14 +33,17 @@ class Hex {
   int size() const { return n_; }
   int max_moves() const { return n_ * n_; }
   State initial() const;
-  int to_move(const State& s) const { return s.placed % 2; }
+  int to_move(const State& s) const { return s.mover; }
+  // Hands the turn to `player` (GTP's genmove of the colour not to move; a set-up position).
+  void set_to_move(State& s, int player) const { s.mover = static_cast<uint8_t>(player); }
   int legal_moves(const State& s, Move* out) const;
   bool empty(const State& s, Move m) const { return ((s.stones[0][m / n_] | s.stones[1][m / n_]) >> (m % n_) & 1u) == 0; }
   void play(State& s, Move m) const { place(s, to_move(s), m); }
-  // A stone of `player` (setting up a position; the side to move follows the count of stones).
+  // A stone of `player`, in any order (setting up a position): the other player moves next.
   void place(State& s, int player, Move m) const {
     s.stones[player][m / n_] |= 1u << (m % n_);
     ++s.placed;
+    s.mover = static_cast<uint8_t>(1 - player);
   }
   // 0 or 1 when a player has connected, else -1.
   int winner(const State& s) const {

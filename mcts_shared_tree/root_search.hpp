@@ -26,8 +26,11 @@ class RootSearch final : public Search<G> {
       const uint64_t np = static_cast<uint64_t>(rt_.size()), r = static_cast<uint64_t>(rt_.rank());
       mine.rollouts = budget.rollouts / np + (r < budget.rollouts % np ? 1 : 0);
     }
-    // Every process's trees differ: their random numbers do.
-    const RolloutCounters rc = run_workers<G>(tree_, pool_, mine, cfg_.seed++ * 1000003 + static_cast<uint64_t>(rt_.rank()), this->progress_);
+    // Every process's trees differ: their random numbers do. A process whose share of a rollout
+    // budget is 0 runs none (a budget of 0 rollouts would mean "no limit").
+    const uint64_t seed = cfg_.seed++ * 1000003 + static_cast<uint64_t>(rt_.rank());
+    const bool idle = budget.rollouts != 0 && mine.rollouts == 0;
+    const RolloutCounters rc = idle ? RolloutCounters{} : run_workers<G>(tree_, pool_, mine, seed, this->progress_);
     std::vector<RootEdge> edges = tree_.root_edges();
     std::map<uint16_t, RootEdge> sum;
     for (const auto& bytes : rt_.bootstrap().allgather(std::as_bytes(std::span<const RootEdge>(edges)))) {
