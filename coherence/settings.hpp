@@ -1,6 +1,6 @@
 #pragma once
 // The coherence protocol's settings (read by coherence::Config::from_env).
-#include "loom/dsm/common/settings.hpp"
+#include "loom/dsm/common/settings_check.hpp"
 
 namespace loom::coherence::settings {
 
@@ -20,5 +20,6 @@ inline constexpr Setting kExclusive{"LOOM_DSM_EXCLUSIVE", T::Choice, "adaptive",
 
 inline constexpr const Setting* kAll[] = {&kPolicy, &kReserve, &kNotices, &kLease, &kSyncObjects, &kExclusive};
 inline constexpr loom::settings::Table kTable{"coherence", kAll};
+inline const bool kRegistered = loom::settings::register_table(kTable);  // for the start-up check
 
 }  // namespace loom::coherence::settings

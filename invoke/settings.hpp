@@ -1,6 +1,6 @@
 #pragma once
 // Remote invocation's settings (read by invoke::Config::from_env).
-#include "loom/dsm/common/settings.hpp"
+#include "loom/dsm/common/settings_check.hpp"
 
 namespace loom::invoke::settings {
 
@@ -20,5 +20,6 @@ inline constexpr Setting kBadCalls{"LOOM_INVOKE_BAD_CALLS", T::Choice, "fail", "
 
 inline constexpr const Setting* kAll[] = {&kChunkSize, &kChunks, &kMaxChunks, &kHelpers, &kDirect, &kBadCalls};
 inline constexpr loom::settings::Table kTable{"invoke", kAll};
+inline const bool kRegistered = loom::settings::register_table(kTable);  // for the start-up check
 
 }  // namespace loom::invoke::settings

@@ -1,6 +1,6 @@
 #pragma once
 // The objects layer's settings (read by the cost model and Auto objects).
-#include "loom/dsm/common/settings.hpp"
+#include "loom/dsm/common/settings_check.hpp"
 
 namespace loom::objects::settings {
 
@@ -17,5 +17,6 @@ inline constexpr Setting kDirect{"LOOM_OBJECTS_DIRECT", T::Bool, "1", "",
 
 inline constexpr const Setting* kAll[] = {&kCalibration, &kAdapt, &kDirect};
 inline constexpr loom::settings::Table kTable{"objects", kAll};
+inline const bool kRegistered = loom::settings::register_table(kTable);  // for the start-up check
 
 }  // namespace loom::objects::settings

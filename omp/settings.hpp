@@ -1,6 +1,6 @@
 #pragma once
 // The OpenMP layer's settings (besides OpenMP's own OMP_SCHEDULE and OMP_NUM_THREADS).
-#include "loom/dsm/common/settings.hpp"
+#include "loom/dsm/common/settings_check.hpp"
 
 namespace loom::omp::settings {
 
@@ -25,7 +25,12 @@ inline constexpr Setting kHeapBlock{"LOOM_OMP_HEAP_BLOCK", T::Size, "64K", "4K..
                                     "invalidations; larger blocks cost fewer faults on large arrays and more false sharing on "
                                     "small objects"};
 
-inline constexpr const Setting* kAll[] = {&kStack, &kInlineAtomics, &kHeap, &kHeapBlock};
+// Set by the layer itself when it starts the program again with address randomization off.
+inline constexpr Setting kRestarted{"LOOM_OMP_RESTARTED", T::Bool, "0", "",
+                                    "set by the layer when it has started the program again with address randomization off"};
+
+inline constexpr const Setting* kAll[] = {&kStack, &kInlineAtomics, &kHeap, &kHeapBlock, &kRestarted};
 inline constexpr loom::settings::Table kTable{"omp", kAll};
+inline const bool kRegistered = loom::settings::register_table(kTable);  // for the start-up check
 
 }  // namespace loom::omp::settings

@@ -13,6 +13,7 @@
 #include "loom/coherence/space.hpp"
 #include "tests/coherence_policies.hpp"
 #include "tests/mp_test.hpp"
+#include "tests/test_settings_table.hpp"
 
 using loom::coherence::Space;
 using loom::test::rt;
@@ -42,7 +43,7 @@ void reset_globals() {
   std::memset(g_zeroed, 0, sizeof g_zeroed);
 }
 
-bool same_layout_expected() { return std::getenv("LOOM_TEST_SAME_LAYOUT") != nullptr; }
+bool same_layout_expected() { return loom::settings::get_bool(loom::test_settings::kSameLayout); }
 
 }  // namespace
 

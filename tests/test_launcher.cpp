@@ -534,3 +534,22 @@ TEST_F(Misuse, TheProcessBarrierAfterRegionWritesIsAWarningInCheckingMode) {
   EXPECT_NE(r.output.find("[0] loom warning: dsm: Runtime::barrier() at tests/misuse_helper.cpp:"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("does not publish them"), std::string::npos) << r.output;
 }
+
+// Every LOOM_* variable is checked at start-up: a mistyped name is a warning from rank 0 naming
+// the nearest setting (it used to be ignored in silence), and an invalid value of a setting
+// this run would not read is an error (LOOM_HUGE_PAGES is read only where hugetlbfs is mounted).
+TEST_F(Misuse, AMistypedSettingIsAWarningNamingTheNearest) {
+  auto r = misuse("rt-barrier", "LOOM_CHECK=on LOOM_DSM_POLCY=fixed-dir");
+  EXPECT_EQ(r.status, 0) << r.output;
+  const std::string warning = "[0] loom warning: LOOM_DSM_POLCY is not a setting of this program; the nearest is LOOM_DSM_POLICY";
+  EXPECT_NE(r.output.find(warning), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("[1] loom warning: LOOM_DSM_POLCY"), std::string::npos) << "rank 0 alone warns: " << r.output;
+}
+
+TEST_F(Misuse, AnInvalidValueOfAnyDeclaredSettingStopsTheJob) {
+  auto r = misuse("rt-barrier", "LOOM_CHECK=on LOOM_HUGE_PAGES=abc");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.status, 124) << "timed out: " << r.output;
+  EXPECT_NE(r.output.find("loom: error: LOOM_HUGE_PAGES='abc' is not a boolean"), std::string::npos) << r.output;
+  EXPECT_FALSE(segments_left());
+}

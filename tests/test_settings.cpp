@@ -169,3 +169,43 @@ TEST(Settings, TruncationsAndWrapsAreRefused) {
   };
   for (const Case& c : cases) EXPECT_THROW(loom::settings::validate(c.s, c.value), loom::Error) << c.s.name << "=" << c.value;
 }
+
+// The start-up check of the environment (dsm/common/settings_check.hpp).
+TEST(SettingsCheck, EveryTableThisProgramIncludesIsRegistered) {
+  std::set<std::string> layers;
+  for (const Table& t : loom::settings::registered_tables()) layers.insert(t.layer);
+  for (const Table& t : kTables) EXPECT_TRUE(layers.count(t.layer)) << t.layer;
+}
+
+TEST(SettingsCheck, AMistypedNameIsAWarningNamingTheNearest) {
+  const auto w = loom::settings::check_environment({{"LOOM_DSM_POLCY", "fixed-dir"}, {"LOOM_HUGEPAGES", "0"}},
+                                                   loom::settings::registered_tables());
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find("LOOM_DSM_POLCY is not a setting"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("nearest is LOOM_DSM_POLICY"), std::string::npos) << w[0];
+  EXPECT_NE(w[1].find("nearest is LOOM_HUGE_PAGES"), std::string::npos) << w[1];
+}
+
+TEST(SettingsCheck, AnInvalidValueIsAnErrorEvenWhenTheRunWouldNotReadIt) {
+  try {
+    loom::settings::check_environment({{"LOOM_LOG", "warn"}, {"LOOM_HUGE_PAGES", "abc"}}, loom::settings::registered_tables());
+    ADD_FAILURE() << "LOOM_HUGE_PAGES=abc was accepted";
+  } catch (const loom::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("LOOM_HUGE_PAGES='abc'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SettingsCheck, GoodValuesEmptyValuesAndScriptVariablesPass) {
+  const auto w = loom::settings::check_environment(
+      {{"LOOM_LOG", "info"}, {"LOOM_HUGE_PAGES", ""}, {"LOOM_VM_ROLE", "server"}, {"LOOM_TEST_CONFIGS", "release"}},
+      loom::settings::registered_tables());
+  EXPECT_TRUE(w.empty()) << w.front();
+}
+
+TEST(SettingsCheck, TheNearestNameIsByEditDistance) {
+  const auto tables = loom::settings::registered_tables();
+  EXPECT_EQ(loom::settings::nearest_name("LOOM_RANK", tables), "LOOM_RANK");
+  EXPECT_EQ(loom::settings::nearest_name("LOOM_SIZ", tables), "LOOM_SIZE");
+  EXPECT_EQ(loom::settings::nearest_name("LOOM_OMP_HEAPBLOCK", tables), "LOOM_OMP_HEAP_BLOCK");
+  EXPECT_EQ(loom::settings::nearest_name("LOOM_X", {}), "");
+}

@@ -1,6 +1,6 @@
 #pragma once
 // Settings the test suites read (not Loom's own).
-#include "loom/dsm/common/settings.hpp"
+#include "loom/dsm/common/settings_check.hpp"
 
 namespace loom::test_settings {
 
@@ -15,7 +15,11 @@ inline constexpr Setting kDsmSeed{"LOOM_TEST_DSM_SEED", T::Int, "", "0..46116860
 inline constexpr Setting kQpSingleThread{"LOOM_TEST_QP_SINGLE_THREAD", T::Bool, "0", "", "run the fabric suite on thread-domain queue pairs"};
 inline constexpr Setting kExpectBootstrap{"LOOM_EXPECT_BOOTSTRAP", T::Choice, "embedded", "embedded|rendezvous|pmix", "the bootstrap the service suite must find"};
 
-inline constexpr const Setting* kAll[] = {&kStressThreads, &kStressPosts, &kDsmPrograms, &kDsmSeed, &kQpSingleThread, &kExpectBootstrap};
+inline constexpr Setting kSameLayout{"LOOM_TEST_SAME_LAYOUT", T::Bool, "0", "",
+                                     "the in-place coherence suite expects every process's regions at one address"};
+
+inline constexpr const Setting* kAll[] = {&kStressThreads, &kStressPosts, &kDsmPrograms, &kDsmSeed, &kQpSingleThread, &kExpectBootstrap, &kSameLayout};
 inline constexpr loom::settings::Table kTable{"tests", kAll};
+inline const bool kRegistered = loom::settings::register_table(kTable);  // for the start-up check
 
 }  // namespace loom::test_settings

@@ -1,7 +1,7 @@
 #pragma once
 // The substrate's settings (dsm/): launcher, bootstrap, fabric, memory, service, logging.
 // docs/environment.md documents each; `loom-info` prints them.
-#include "loom/dsm/common/settings.hpp"
+#include "loom/dsm/common/settings_check.hpp"
 
 namespace loom::settings::dsm {
 
@@ -74,5 +74,6 @@ inline constexpr const Setting* kAll[] = {
     &kHeapFit,   &kServiceBuffers, &kServiceMessage, &kShmRnrTimeout, &kWire, &kEmulateNodes, &kBootstrap, &kRsh, &kRendezvousAddr, &kRendezvousTimeout, &kHeartbeat, &kNodeTimeout, &kVerbsDevice, &kVerbsPort,
     &kVerbsGidIndex, &kVerbsTimeout, &kVerbsRetry, &kVerbsGrh, &kStoppedLimit, &kCheck, &kStallReport};
 inline constexpr Table kTable{"dsm", kAll};
+inline const bool kRegistered = loom::settings::register_table(kTable);  // for the start-up check
 
 }  // namespace loom::settings::dsm

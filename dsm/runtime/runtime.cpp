@@ -16,6 +16,7 @@
 #include "loom/dsm/common/error.hpp"
 #include "loom/dsm/common/fault_report.hpp"
 #include "loom/dsm/common/log.hpp"
+#include "loom/dsm/common/settings_check.hpp"
 #include "loom/dsm/common/stall.hpp"
 #include "loom/dsm/runtime/connect.hpp"
 #include "loom/dsm/runtime/output.hpp"
@@ -94,7 +95,10 @@ Runtime::Runtime(int& argc, char**& argv) {
   try {
     settings::get_choice(settings::dsm::kLog);  // refused here: the logger cannot throw
     wait::read_stall_report_setting();           // here: stall watches run in fault handlers
+    const auto unknown = settings::check_environment(settings::loom_environment(), settings::registered_tables());
     boot_ = runtime::make_bootstrap();
+    if (boot_->rank() == 0)
+      for (const std::string& w : unknown) log::warn(w);
     threads_ = static_cast<int>(settings::get_int(settings::dsm::kThreads));
     local_rank_ = boot_->local_rank();
     local_size_ = boot_->local_size();
