@@ -185,6 +185,46 @@ double call_return_rtt_us(Invoker& inv, int rounds) {
   return rtt;
 }
 
+// Every rank's main thread both calls and serves (a user's program, not a ping-pong): each call
+// goes to the owner of a random key (key mod P, so 1/P of them to the caller itself), with
+// `window` results in flight (1: call_return and get, one at a time; more: Futures, the oldest
+// awaited and replaced). Microseconds per call, the mean of the ranks'.
+double symmetric_call_us(Invoker& inv, int window, int rounds) {
+  Runtime& rt = inv.runtime();
+  const uint64_t np = static_cast<uint64_t>(rt.size());
+  uint64_t key = 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(rt.rank() + 1), sum = 0;
+  auto next_owner = [&] {
+    key ^= key << 13, key ^= key >> 7, key ^= key << 17;  // xorshift
+    return Thread{static_cast<int>(key % np), 0};
+  };
+  auto f = [](uint64_t x) { return x + 1; };
+  inv.barrier();
+  const auto t0 = clk::now();
+  if (window == 1) {
+    ReturnSlot<uint64_t> slot;
+    for (int i = 0; i < rounds; ++i) {
+      const uint64_t x = key;
+      call_return(next_owner(), [f, x] { return f(x); }, slot);
+      sum += slot.get();
+    }
+  } else {
+    std::vector<Future<uint64_t>> fs(static_cast<size_t>(window));
+    for (auto& fu : fs) fu = call_future(next_owner(), [f, x = key] { return f(x); });
+    for (int i = 0; i < rounds; ++i) {
+      auto& fu = fs[static_cast<size_t>(i % window)];
+      sum += fu.get();
+      fu = call_future(next_owner(), [f, x = key] { return f(x); });
+    }
+    for (auto& fu : fs) sum += fu.get();
+  }
+  const double mine = seconds_since(t0) / rounds * 1e6;
+  inv.barrier();  // serves the others' calls until every rank is done
+  if (sum == 0) std::printf("(no results)\n");
+  double all = 0;
+  for (double v : rt.bootstrap().allgather_value(mine)) all += v;
+  return all / static_cast<double>(rt.size());
+}
+
 // call_return results per second with `window` futures in flight (a window refilled as the
 // oldest result comes back), through the Messenger or a Trad Aggregator.
 double call_future_rate(Invoker& inv, int window, bool aggregated, double seconds) {
@@ -493,12 +533,17 @@ int main(int argc, char** argv) {
   measure_size<64>(rt, inv, a, rows);
   measure_size<256>(rt, inv, a, rows);
   const int rounds = a.quick ? 20000 : 100000;
-  double rtt = a.want("call_return") ? call_return_rtt_us(inv, rounds) : 0;
+  double rtt = a.want("call_return") || a.want("call_return-symmetric") ? call_return_rtt_us(inv, rounds) : 0;
   double pp = a.want("pingpong") || a.want("call_return") ? pingpong_rtt_us(rt, rounds) : 0;
   std::pair<double, double> loaded{0, 0};
   if (a.want("call_return-loaded")) loaded = call_return_loaded_rtt_us(inv, a.quick ? 0.5 : 2.0);
   std::pair<double, double> ibar{0, 0};
   if (a.want("invoke-barrier")) ibar = invoke_barrier_us(inv, a.quick ? 2000 : 20000);
+  double sym1 = 0, sym64 = 0;
+  if (a.want("call_return-symmetric")) {
+    sym1 = symmetric_call_us(inv, 1, rounds / 2);
+    sym64 = symmetric_call_us(inv, 64, rounds);
+  }
   double piped = 0, piped_agg = 0;
   if (a.want("call_future")) {
     piped = call_future_rate(inv, 64, false, a.quick ? 0.3 : 1.0);
@@ -511,6 +556,12 @@ int main(int argc, char** argv) {
       rows.push_back({"invoke-barrier", 0, "us", ibar.first, "us"});
       rows.push_back({"invoke-barrier-after-call", 8, "us", ibar.second, "us"});
       std::printf("Invoker::barrier: %.2f us with nothing in flight, %.2f us after a call each way\n", ibar.first, ibar.second);
+    }
+    if (sym1 > 0) {
+      rows.push_back({"call_return-symmetric", 1, "rtt_us", sym1, "us"});
+      rows.push_back({"call_return-symmetric", 64, "rtt_us", sym64, "us"});
+      std::printf("call_return from every rank's main thread, which also serves: %.3f us a call one at a time (%.2fx the "
+                  "round trip, target <= 3), %.3f us with 64 in flight\n", sym1, rtt > 0 ? sym1 / rtt : 0.0, sym64);
     }
     if (piped > 0) {
       rows.push_back({"call_future-64", 8, "results_per_s", piped, "1/s"});

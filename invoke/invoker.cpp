@@ -223,6 +223,11 @@ int Invoker::progress() {
   return 0;
 }
 
+bool Invoker::has_incoming() {
+  const ThreadName& n = this_thread_name();
+  return !n.label.empty() && n.thread < threads_ && inboxes_[static_cast<size_t>(n.thread)]->has_incoming();
+}
+
 void Invoker::note_async(Messenger* m) {
   std::lock_guard<std::mutex> g(async_mu_);
   if (std::find(async_.begin(), async_.end(), m) == async_.end()) {

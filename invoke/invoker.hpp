@@ -64,6 +64,9 @@ class Invoker {
   // Flushes this thread's open records, finishes its queued async calls where possible, runs
   // its incoming calls.
   int progress();
+  // Whether calls wait for this thread in its inbox (what progress() would run); false on a
+  // thread that has no inbox.
+  bool has_incoming();
   // Waits (running this thread's calls) until pred() holds.
   template <typename Pred>
   void wait_until(Pred pred) {

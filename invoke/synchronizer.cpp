@@ -86,13 +86,19 @@ bool ReturnSlotBase::ready() const { return signal::test_notified(mem_.bytes(), 
 
 void ReturnSlotBase::wait() const {
   if (stamp_ == 0) fail("ReturnSlot: waited for a result without a call_return into it");
-  // A result usually comes back within a round trip: watch the flag alone for that long (as a
-  // ping-pong does) before the full progress loop, which also runs this thread's calls.
+  // A result usually comes back within a round trip: watch the flag for that long (as a
+  // ping-pong does) before the full progress loop, which also runs this thread's calls — but
+  // leave for that loop at once when a call waits here: the caller's peer may be waiting in the
+  // same way for this thread to run it (every rank calling and serving on its main thread), and
+  // two threads each watching only their flag spun out the whole window, 256 pauses (7 us here),
+  // on every call.
+  Invoker& inv = Invoker::current();
   for (int i = 0; i < 256; ++i) {
     if (ready()) return;
+    if ((i & 3) == 3 && inv.has_incoming()) break;
     wait::cpu_relax();
   }
-  Invoker::current().wait_until([this] { return ready(); });
+  inv.wait_until([this] { return ready(); });
 }
 
 void write_return(const Incoming& in, const void* value, size_t size) {
