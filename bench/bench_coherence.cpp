@@ -108,7 +108,7 @@ double page_fault_floor_us(int pages) {
 
 struct Micro {
   double read_miss = 0, read_miss_explicit = 0, first_write = 0, release_block = 0;
-  double lock_unlock = 0, lock_contended = 0, barrier = 0;
+  double lock_unlock = 0, lock_handoff = 0, lock_contended = 0, barrier = 0;
 };
 
 Micro micro(Runtime& rt, bool quick) {
@@ -171,6 +171,16 @@ Micro micro(Runtime& rt, bool quick) {
       t.push_back(seconds_since(t0) / k * 1e6);
     }
     m.lock_unlock = median(t);
+  }
+  s.barrier();
+  {
+    auto t0 = clk::now();
+    for (int i = 0; i < k; ++i) {
+      far.lock();
+      far.unlock();
+    }
+    double us = seconds_since(t0) / k * 1e6;
+    if (leader) m.lock_handoff = us;
   }
   s.barrier();
   {
@@ -317,12 +327,23 @@ std::vector<Abl> ablation(Runtime& rt, bool quick) {
   return abl;
 }
 
+// A lock contended by 2 processes: the ranks take turns, a turn of each per iteration, and a
+// turn needs the four fabric steps of an uncontended one. With a shared counter in the section,
+// each turn also misses on the counter's block, which the other rank wrote: the increment is one
+// read-modify-write instruction, so one write fault that fetches the block (a 4 KiB READ) and
+// twins it.
+double handoff_floor(const Floors& f) { return 2 * 4 * f.read8; }
+double contended_floor(const Floors& f) { return 2 * (4 * f.read8 + f.read4k + f.fault); }
+
 std::vector<Row> micro_rows(const Floors& f, const Micro& m) {
   return {{"fabric-read", 4096, "us", f.read4k, "us"},          {"fabric-read", 8, "us", f.read8, "us"},
           {"page-fault-floor", 4096, "us", f.fault, "us"},       {"read-miss", 4096, "us", m.read_miss, "us"},
           {"read-miss-explicit", 4096, "us", m.read_miss_explicit, "us"},
           {"first-write", 4096, "us", m.first_write, "us"},      {"release-per-block", 4096, "us", m.release_block, "us"},
-          {"lock-unlock", 0, "us", m.lock_unlock, "us"},         {"lock-unlock-contended", 0, "us", m.lock_contended, "us"},
+          {"lock-unlock", 0, "us", m.lock_unlock, "us"},         {"lock-unlock-handoff", 0, "us", m.lock_handoff, "us"},
+          {"lock-unlock-handoff", 0, "floor_us", handoff_floor(f), "us"},
+          {"lock-unlock-contended", 0, "us", m.lock_contended, "us"},
+          {"lock-unlock-contended", 0, "floor_us", contended_floor(f), "us"},
           {"barrier", 0, "us", m.barrier, "us"}};
 }
 
@@ -346,7 +367,8 @@ void report_micro(const Floors& f, const Micro& m) {
   line("first write (twin)", m.first_write, f.fault);
   line("release per dirty block", m.release_block, 2 * f.read8 + f.read4k);
   line("lock + unlock", m.lock_unlock, 4 * f.read8);
-  line("lock + unlock, contended", m.lock_contended, 4 * f.read8);
+  line("lock + unlock, hand-off", m.lock_handoff, handoff_floor(f));
+  line("lock + unlock, contended", m.lock_contended, contended_floor(f));
   line("barrier, 2 processes", m.barrier, 2 * f.read8);
   std::printf("fabric READ: 4 KiB %.3f us, 8 B %.3f us; page fault + mprotect: %.3f us\n", f.read4k, f.read8, f.fault);
 }
