@@ -20,14 +20,14 @@ class PeerWatch;
 class Bootstrap {
  public:
   virtual ~Bootstrap() = default;
-  virtual const char* kind() const = 0;  // "embedded" or "pmix"
-  virtual int rank() const = 0;
-  virtual int size() const = 0;
-  virtual int local_rank() const = 0;    // among this job's processes on this host
-  virtual int local_size() const = 0;
-  virtual const std::string& job_id() const = 0;
+  virtual const char* kind() const = 0;  // "embedded", "rendezvous" or "pmix"
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }  // among this job's processes on this host
+  int local_size() const { return local_size_; }
+  const std::string& job_id() const { return job_id_; }
   // A per-job directory on this host for named shared-memory segments (shm provider).
-  virtual const std::string& job_dir() const = 0;
+  const std::string& job_dir() const { return job_dir_; }
   // Every rank contributes `mine`; returns all contributions indexed by rank.
   virtual std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) = 0;
   virtual void barrier() = 0;
@@ -48,6 +48,16 @@ class Bootstrap {
     }
     return out;
   }
+
+ protected:
+  // The job's identity, set by each bootstrap's constructor from what its launcher says.
+  int rank_ = 0;
+  int size_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
+  std::string job_id_;
+  std::string job_dir_;
+  int hold_ = -1;  // the shared lock on job_dir_ (job_dir.hpp)
 };
 
 // The embedded bootstrap of loomrun: a per-job shared-memory file with one slot per rank and a
@@ -57,12 +67,6 @@ class EmbeddedBootstrap : public Bootstrap {
   EmbeddedBootstrap();
   ~EmbeddedBootstrap() override;
   const char* kind() const override { return "embedded"; }
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  int local_rank() const override { return local_rank_; }
-  int local_size() const override { return local_size_; }
-  const std::string& job_id() const override { return job_id_; }
-  const std::string& job_dir() const override { return job_dir_; }
   bool singleton() const { return singleton_; }
   std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override;
   void barrier() override;
@@ -82,14 +86,7 @@ class EmbeddedBootstrap : public Bootstrap {
   Header* header() const { return h_; }
   std::byte* slot(int rank) const { return slots_ + kSlotBytes * static_cast<size_t>(rank); }
   std::atomic<uint64_t>* lengths() const;
-  int rank_ = 0;
-  int size_ = 1;
-  int local_rank_ = 0;
-  int local_size_ = 1;
   bool singleton_ = false;
-  std::string job_id_;
-  std::string job_dir_;
-  int hold_ = -1;  // the shared lock on job_dir_ (job_dir.hpp)
   void* map_ = nullptr;
   size_t map_len_ = 0;
   Header* h_ = nullptr;
