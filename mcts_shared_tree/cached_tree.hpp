@@ -175,8 +175,8 @@ class CachedSearch final : public Search<G> {
   // Claims the next batch of the job's rollouts after publishing this process's words and
   // acquiring the others' (one releasing, acquiring fetch_add). A batch is `sync_every`
   // rollouts, less for a short search: a sixteenth of every worker's share of the rollouts the
-  // budget stands for, so that the processes see each other's statistics during it (at 20 ms a
-  // move, one batch per search won a quarter of its games against one local thread).
+  // budget stands for, so that the processes see each other's statistics during it
+  // (bench/README.md, "Measurements behind constants in the code").
   uint64_t sync_and_claim(Budget b, RolloutCounters& rc) {
     nodes_.sync();
     ++rc.remote_calls;

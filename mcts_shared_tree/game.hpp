@@ -7,6 +7,7 @@
 //   int max_moves() const;                       an upper bound on the legal moves of any state
 //   State initial() const;
 //   int to_move(const State&) const;             0 or 1: the player whose turn it is
+//   bool valid(const State&) const;              a state from another process is checked by it
 //   int legal_moves(const State&, Move* out) const;   writes them, returns how many
 //   void play(State&, Move) const;               the move must be legal
 //   int winner(const State&) const;              0 or 1, or -1 while the game goes on

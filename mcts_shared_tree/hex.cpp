@@ -1,5 +1,6 @@
 #include "loom/mcts_shared_tree/hex.hpp"
 
+#include <bit>
 #include <cctype>
 #include <cstring>
 #include <sstream>
@@ -17,6 +18,18 @@ Hex::State Hex::initial() const {
   std::memset(&s, 0, sizeof s);
   s.n = static_cast<uint8_t>(n_);
   return s;
+}
+
+bool Hex::valid(const State& s) const {
+  if (s.n != n_ || s.mover > 1) return false;
+  const uint32_t row_mask = (1u << n_) - 1;
+  int stones = 0;
+  for (int r = 0; r < kMaxN; ++r) {
+    const uint32_t b = s.stones[0][r], w = s.stones[1][r];
+    if ((b & w) != 0 || (r < n_ ? ((b | w) & ~row_mask) != 0 : (b | w) != 0)) return false;
+    stones += std::popcount(b) + std::popcount(w);
+  }
+  return stones == s.placed;
 }
 
 int Hex::legal_moves(const State& s, Move* out) const {

@@ -34,6 +34,9 @@ class Hex {
   int max_moves() const { return n_ * n_; }
   State initial() const;
   int to_move(const State& s) const { return s.mover; }
+  // Whether `s` is a position of this board (a state from another process is checked first):
+  // stones on cells of the board only, no cell held by both, the count right, a mover 0 or 1.
+  bool valid(const State& s) const;
   // Hands the turn to `player` (GTP's genmove of the colour not to move; a set-up position).
   void set_to_move(State& s, int player) const { s.mover = static_cast<uint8_t>(player); }
   int legal_moves(const State& s, Move* out) const;

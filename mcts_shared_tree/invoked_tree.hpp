@@ -24,6 +24,7 @@
 #include "loom/dsm/common/backoff.hpp"
 #include "loom/invoke/aggregator.hpp"
 #include "loom/mcts_shared_tree/local_tree.hpp"
+#include "loom/mcts_shared_tree/rollout_wire.hpp"
 #include "loom/mcts_shared_tree/search.hpp"
 #include "loom/objects/context.hpp"
 
@@ -31,22 +32,6 @@ namespace loom::mcts {
 
 namespace invoked {
 
-// One edge of a rollout's path: the node (its id), its owner, the edge taken, the mover there.
-struct Step {
-  uint64_t node;
-  uint32_t owner;
-  uint16_t edge;
-  uint8_t mover;
-  uint8_t pad;
-};
-// One edge's result, for its node's owner.
-struct Result {
-  uint64_t node;
-  uint32_t wins;
-  uint16_t edge;
-  uint8_t root;  // the root's edge: the rollout is over (the starter counts it)
-  uint8_t pad;
-};
 inline uint64_t child_id(uint64_t parent, uint16_t move) {
   uint64_t h = parent ^ (0x9e3779b97f4a7c15ULL * (static_cast<uint64_t>(move) + 1));
   h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -61,17 +46,7 @@ class InvokedSearch final : public Search<G> {
   using State = typename G::State;
   using Step = invoked::Step;
   using Result = invoked::Result;
-  // A rollout on the wire: [Header][State][Step x depth]; results: [object | epoch][Result x n].
-  // Both begin with the search object's id at the Context (calls find their object by it, as
-  // objects/ containers' shipped operations do); the epoch (one per search) keeps a call that
-  // arrives after its search ended out of the next.
-  struct Header {
-    uint32_t object;
-    uint32_t epoch;
-    uint64_t node;
-    uint32_t depth;
-    uint32_t pad;
-  };
+  using Header = invoked::RolloutHeader;  // the messages: rollout_wire.hpp
 
  public:
   // Collective (the search is attached to the Context, in the same order everywhere).
@@ -200,7 +175,7 @@ class InvokedSearch final : public Search<G> {
     uint64_t started = 0;
     // A short search keeps fewer travelling (a 256th of the rollouts its budget stands for,
     // one per worker at least): each one in flight is a virtual loss the others' selections
-    // see (at 20 ms a move, 128 travelling won an eighth of its games against one local thread).
+    // see (bench/README.md, "Measurements behind constants in the code").
     const uint64_t workers = static_cast<uint64_t>(inv_.total_threads());
     uint64_t travelling = static_cast<uint64_t>(cfg_.in_flight) * workers;
     if (const uint64_t expected = expected_rollouts(b, rate_); expected != 0)
@@ -297,28 +272,17 @@ class InvokedSearch final : public Search<G> {
     }
   }
 
-  // A rollout on the wire: [Header][State][Step x depth], in sc.msg.
+  // A rollout on the wire (rollout_wire.hpp), in sc.msg.
   void pack_rollout(Worker& w, Scratch& sc, uint64_t node, const State& s) {
-    const std::vector<Step>& path = sc.path;
-    const Header h{id_, epoch_, node, static_cast<uint32_t>(path.size()), 0};
-    std::vector<std::byte>& msg = sc.msg;
-    msg.resize(sizeof h + sizeof s + path.size() * sizeof(Step));
-    std::memcpy(msg.data(), &h, sizeof h);
-    std::memcpy(msg.data() + sizeof h, &s, sizeof s);
-    std::memcpy(msg.data() + sizeof h + sizeof s, path.data(), path.size() * sizeof(Step));
+    invoked::pack_rollout(sc.msg, Header{id_, epoch_, node, static_cast<uint32_t>(sc.path.size()), 0}, s, std::span<const Step>(sc.path));
     ++w.rc.remote_calls;
-    w.rc.bytes += msg.size();
+    w.rc.bytes += sc.msg.size();
   }
-  // False for a message that is not a whole rollout of this search.
+  // False for a message that is not a whole, valid rollout of this search.
   bool unpack_rollout(std::span<std::byte> b, Header& h, State& s, std::vector<Step>& path) const {
-    if (b.size() < sizeof h + sizeof s) return false;
-    std::memcpy(&h, b.data(), sizeof h);
-    if (h.epoch != epoch_ || h.depth > 1024 || b.size() != sizeof h + sizeof s + h.depth * sizeof(Step)) return false;
-    std::memcpy(&s, b.data() + sizeof h, sizeof s);
-    path.resize(h.depth);
-    std::memcpy(path.data(), b.data() + sizeof h + sizeof s, h.depth * sizeof(Step));
-    return true;
+    return invoked::unpack_rollout(g_, b, wire_check(), h, s, path);
   }
+  invoked::WireCheck wire_check() const { return invoked::WireCheck{epoch_, static_cast<uint32_t>(inv_.total_threads())}; }
 
   void forward(Worker& w, Scratch& sc, uint64_t child, const State& s) {
     pack_rollout(w, sc, child, s);
@@ -373,32 +337,22 @@ class InvokedSearch final : public Search<G> {
         apply(w, batch);
         continue;
       }
-      const uint32_t prefix[2] = {id_, epoch_};
-      sc.msg.resize(sizeof prefix + batch.size() * sizeof(Result));
-      std::memcpy(sc.msg.data(), prefix, sizeof prefix);
-      std::memcpy(sc.msg.data() + sizeof prefix, batch.data(), batch.size() * sizeof(Result));
+      invoked::pack_results(sc.msg, id_, epoch_, std::span<const Result>(batch));
       w.agg->call_buffer(inv_.thread_of(static_cast<int>(owner)), [](std::span<std::byte> b) { deliver<&InvokedSearch::on_results>(b); }, sc.msg);
       ++w.rc.remote_calls;
       w.rc.bytes += batch.size() * sizeof(Result);
     }
     // The results go now, not with the calls of the next evaluations: the rollout's starter
     // keeps only a few travelling and starts the next when this one is back. Held for the
-    // calls that poll() runs after this one, they had kept the two sides taking turns (at 9x9
-    // and 20 ms a search, 1.0x one local thread; sent at once, 1.4-1.7x).
+    // calls that poll() runs after this one, they had kept the two sides taking turns
+    // (bench/README.md, "Measurements behind constants in the code").
     w.agg->flush();
   }
 
   void on_results(std::span<std::byte> b) {
-    uint32_t prefix[2];
-    if (b.size() < sizeof prefix || (b.size() - sizeof prefix) % sizeof(Result) != 0) return;
-    std::memcpy(prefix, b.data(), sizeof prefix);
-    if (prefix[1] != epoch_) return;
     Worker& w = me();
     const Level sc(w);
-    std::vector<Result>& received = (*sc).received;
-    received.resize((b.size() - sizeof prefix) / sizeof(Result));
-    std::memcpy(received.data(), b.data() + sizeof prefix, b.size() - sizeof prefix);
-    apply(w, received);
+    if (invoked::unpack_results(b, wire_check(), (*sc).received)) apply(w, (*sc).received);
   }
 
   // A call's message begins with its search object's id: the call runs on that object, pinned
@@ -406,8 +360,7 @@ class InvokedSearch final : public Search<G> {
   template <void (InvokedSearch::*On)(std::span<std::byte>)>
   static void deliver(std::span<std::byte> b) {
     uint32_t id = 0;
-    if (b.size() < sizeof id) return;
-    std::memcpy(&id, b.data(), sizeof id);
+    if (!invoked::object_of(b, id)) return;
     if (const auto p = objects::Context::try_pin<InvokedSearch>(id); p.get() != nullptr) (p.get()->*On)(b);
   }
 

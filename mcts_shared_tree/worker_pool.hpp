@@ -1,8 +1,8 @@
 #pragma once
 // A search's worker threads, kept from search to search (docs/mcts.md, "Search"). A thread made
 // for each search cost the first milliseconds of it: the new thread starts on its maker's core
-// and waits there for the scheduler to move it (at 5 ms a move, two threads ran no more
-// rollouts than one). Between searches the workers sleep on a futex the next search wakes.
+// and waits there for the scheduler to move it (bench/README.md, "Measurements behind
+// constants in the code"). Between searches the workers sleep on a futex the next search wakes.
 #include <atomic>
 #include <cstdint>
 #include <functional>

@@ -1,0 +1,107 @@
+#pragma once
+// The owner-invoked tree's messages (invoked_tree.hpp), their layout, packing and parsing:
+//
+//   rollout: [RolloutHeader][State][Step x depth]   (a rollout travelling down, or to evaluate)
+//   results: [object | epoch][Result x n]            (each path owner's edges, after evaluation)
+//
+// Both begin with the search object's id at the objects::Context (a call finds its object by
+// it); the epoch (one per search) keeps a call that arrives after its search ended out of the
+// next. The bytes come from other processes: a parser accepts a message only whole and valid
+// (its sizes, a depth within bound, owners that are threads of the job, movers 0 or 1, a
+// position the game accepts) and refuses it otherwise; nothing in it is used before.
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+namespace loom::mcts::invoked {
+
+// One edge of a rollout's path: the node (its id), its owner, the edge taken, the mover there.
+struct Step {
+  uint64_t node;
+  uint32_t owner;  // a worker thread's global id
+  uint16_t edge;
+  uint8_t mover;
+  uint8_t pad;
+};
+
+// One edge's result, for its node's owner.
+struct Result {
+  uint64_t node;
+  uint32_t wins;
+  uint16_t edge;
+  uint8_t root;  // 1: the root's edge, the rollout is over (the starter counts it)
+  uint8_t pad;
+};
+
+struct RolloutHeader {
+  uint32_t object;
+  uint32_t epoch;
+  uint64_t node;   // where the rollout goes on (0 for an evaluation)
+  uint32_t depth;  // steps that follow the state
+  uint32_t pad;
+};
+
+// The deepest path a rollout may carry (a Hex game on 19x19 has at most 361 moves).
+inline constexpr uint32_t kMaxDepth = 1024;
+
+// What a parser checks the message against: this search's epoch and the job's worker threads.
+struct WireCheck {
+  uint32_t epoch;
+  uint32_t threads;  // total worker threads of the job: a Step's owner lies below
+};
+
+template <typename State>
+void pack_rollout(std::vector<std::byte>& msg, const RolloutHeader& h, const State& s, std::span<const Step> path) {
+  msg.resize(sizeof h + sizeof s + path.size() * sizeof(Step));
+  std::memcpy(msg.data(), &h, sizeof h);
+  std::memcpy(msg.data() + sizeof h, &s, sizeof s);
+  if (!path.empty()) std::memcpy(msg.data() + sizeof h + sizeof s, path.data(), path.size() * sizeof(Step));
+}
+
+// False for bytes that are not a whole, valid rollout of the search `c` describes; `g` checks
+// the position (G::valid).
+template <typename G>
+bool unpack_rollout(const G& g, std::span<const std::byte> b, WireCheck c, RolloutHeader& h, typename G::State& s,
+                    std::vector<Step>& path) {
+  if (b.size() < sizeof h + sizeof s) return false;
+  std::memcpy(&h, b.data(), sizeof h);
+  if (h.epoch != c.epoch || h.depth > kMaxDepth || b.size() != sizeof h + sizeof s + h.depth * sizeof(Step)) return false;
+  std::memcpy(&s, b.data() + sizeof h, sizeof s);
+  if (!g.valid(s)) return false;
+  path.resize(h.depth);
+  if (h.depth != 0) std::memcpy(path.data(), b.data() + sizeof h + sizeof s, h.depth * sizeof(Step));
+  for (const Step& st : path)
+    if (st.owner >= c.threads || st.mover > 1) return false;
+  return true;
+}
+
+inline void pack_results(std::vector<std::byte>& msg, uint32_t object, uint32_t epoch, std::span<const Result> results) {
+  const uint32_t prefix[2] = {object, epoch};
+  msg.resize(sizeof prefix + results.size() * sizeof(Result));
+  std::memcpy(msg.data(), prefix, sizeof prefix);
+  if (!results.empty()) std::memcpy(msg.data() + sizeof prefix, results.data(), results.size() * sizeof(Result));
+}
+
+// False for bytes that are not whole results of the search `c` describes. The edges are checked
+// where they are applied, against their node.
+inline bool unpack_results(std::span<const std::byte> b, WireCheck c, std::vector<Result>& out) {
+  uint32_t prefix[2];
+  if (b.size() < sizeof prefix || (b.size() - sizeof prefix) % sizeof(Result) != 0) return false;
+  std::memcpy(prefix, b.data(), sizeof prefix);
+  if (prefix[1] != c.epoch) return false;
+  out.resize((b.size() - sizeof prefix) / sizeof(Result));
+  if (!out.empty()) std::memcpy(out.data(), b.data() + sizeof prefix, b.size() - sizeof prefix);
+  for (const Result& r : out)
+    if (r.root > 1) return false;
+  return true;
+}
+
+// The search object's id a message begins with (both kinds), if it has one.
+inline bool object_of(std::span<const std::byte> b, uint32_t& id) {
+  if (b.size() < sizeof id) return false;
+  std::memcpy(&id, b.data(), sizeof id);
+  return true;
+}
+
+}  // namespace loom::mcts::invoked

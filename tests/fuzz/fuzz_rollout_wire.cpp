@@ -1,0 +1,60 @@
+// The owner-invoked tree's messages (mcts_shared_tree/rollout_wire.hpp) on Hex boards: a rollout
+// or a results message is accepted whole and valid or refused; an accepted position is one the
+// game's code may play out (legal moves, winner, a playout), and an accepted message packs back
+// to the same bytes.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "loom/mcts_shared_tree/hex.hpp"
+#include "loom/mcts_shared_tree/rollout_wire.hpp"
+
+using namespace loom::mcts;
+using namespace loom::mcts::invoked;
+
+namespace {
+
+void rollout(const Hex& g, std::span<const std::byte> b, WireCheck c) {
+  RolloutHeader h{};
+  Hex::State s{};
+  std::vector<Step> path;
+  if (!unpack_rollout(g, b, c, h, s, path)) return;
+  if (h.depth > kMaxDepth || path.size() != h.depth || h.epoch != c.epoch) std::abort();
+  for (const Step& st : path)
+    if (st.owner >= c.threads || st.mover > 1) std::abort();
+  Hex::Move moves[Hex::kMaxN * Hex::kMaxN];
+  const int n = g.legal_moves(s, moves);
+  if (n < 0 || n > g.max_moves()) std::abort();
+  (void)g.winner(s);
+  Rng rng(h.node);
+  if (g.playout(s, rng) > 1) std::abort();
+  std::vector<std::byte> again;
+  pack_rollout(again, h, s, std::span<const Step>(path));
+  if (again.size() != b.size() || std::memcmp(again.data(), b.data(), b.size()) != 0) std::abort();
+}
+
+void results(std::span<const std::byte> b, WireCheck c) {
+  std::vector<Result> rs;
+  uint32_t object = 0;
+  if (!unpack_results(b, c, rs)) return;
+  if (!object_of(b, object)) std::abort();
+  for (const Result& r : rs)
+    if (r.root > 1) std::abort();
+  std::vector<std::byte> again;
+  pack_results(again, object, c.epoch, std::span<const Result>(rs));
+  if (again.size() != b.size() || std::memcmp(again.data(), b.data(), b.size()) != 0) std::abort();
+}
+
+}  // namespace
+
+// Bytes: [board size][threads][kind][epoch byte] then the message.
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 4) return 0;
+  const Hex g(Hex::kMinN + data[0] % (Hex::kMaxN - Hex::kMinN + 1));
+  const WireCheck c{data[3], 1u + data[1]};
+  const std::span<const std::byte> msg(reinterpret_cast<const std::byte*>(data + 4), size - 4);
+  if (data[2] % 2 == 0) rollout(g, msg, c);
+  else results(msg, c);
+  return 0;
+}
