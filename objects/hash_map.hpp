@@ -51,6 +51,11 @@ class HashMap {
   HashMap(const HashMap&) = delete;
   HashMap& operator=(const HashMap&) = delete;
 
+  // The owner's side of the batches (hash_map_batches.hpp): what a call from another process
+  // runs, every argument from the wire. Public for the fuzz target (tests/fuzz).
+  static void on_insert_batch(uint32_t id, GlobalPtr<uint64_t> status, std::span<std::byte> bytes) noexcept;
+  static void on_find_batch(uint32_t id, Level level, GlobalPtr<Found> out, std::span<std::byte> bytes) noexcept;
+
   size_t capacity() const { return slots_.per() * slots_.parts(); }
   Policy policy() const { return router_.policy(); }
   // Where the buckets are: Cached (a region) or OneSided (at their owners).
@@ -190,8 +195,6 @@ class HashMap {
     HashMap* m = pin.get();
     return mine(m, h) ? m->local_find(h, key, level) : Found{Status::NoObject, false, V{}};
   }
-  static void on_insert_batch(uint32_t id, GlobalPtr<uint64_t> status, std::span<std::byte> bytes) noexcept;
-  static void on_find_batch(uint32_t id, Level level, GlobalPtr<Found> out, std::span<std::byte> bytes) noexcept;
 
   Status invoked_insert_many(std::span<const hash::Home> homes, std::span<const E> entries);
   Status invoked_find_many(std::span<const hash::Home> homes, std::span<const K> keys, Level level, std::span<Found> out);

@@ -26,6 +26,11 @@ class Queue {
   using Popped = queue::Popped<T>;
 
  public:
+  // The host's side of the batches (queue_batches.hpp): what a call from another process runs,
+  // every argument from the wire. Public for the fuzz target (tests/fuzz).
+  static void on_push_many(uint32_t id, Level level, GlobalPtr<uint64_t> done, std::span<std::byte> bytes) noexcept;
+  static void on_pop_many(uint32_t id, Level level, uint64_t n, GlobalPtr<uint64_t> count, GlobalPtr<T> out) noexcept;
+
   // Collective: every process passes the same host, capacity and policy (checked).
   Queue(Context& ctx, int host, size_t capacity, Policy policy = Policy::OneSided, Workload workload = {})
       : ctx_(ctx),
@@ -152,8 +157,6 @@ class Queue {
     Queue* q = pin.get();
     return q != nullptr ? q->local_pop(level) : Popped{Status::NoObject, T{}};
   }
-  static void on_push_many(uint32_t id, Level level, GlobalPtr<uint64_t> done, std::span<std::byte> bytes) noexcept;
-  static void on_pop_many(uint32_t id, Level level, uint64_t n, GlobalPtr<uint64_t> count, GlobalPtr<T> out) noexcept;
 
   void check(Status st) const {
     switch (st) {

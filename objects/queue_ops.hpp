@@ -37,26 +37,35 @@ struct Popped {
   T value{};
 };
 
+// A slot's sequence ahead of a counter that has not moved (the counter is claimed before the
+// sequence changes, and read before it) can be seen once, by a read that raced the claim; seen
+// this many times in a row, the queue's words disagree (an out-of-phase batch from another
+// process, a corrupt word) and the operation ends Corrupt instead of spinning for ever.
+inline constexpr int kAheadLimit = 4;
+
 // The counter and the sequence of the slot it last pointed at (`hint`, a lower bound) are read
 // together; with a right hint a push is three round trips: those reads, the claim, and the value
 // with its publication behind it.
 template <typename S, typename T>
 Status push_atomic(S& s, size_t cap, const T& v, uint64_t& hint) {
   uint64_t pos = hint;
-  for (;;) {
+  for (int ahead = 0;;) {
     uint64_t tail = 0, seq = 0;
     s.counter_load_async(kTail, &tail);
     s.load_async(pos % cap, &seq);
     s.flush();
     if (tail != pos) {  // the hint was behind: read the slot the counter names
-      pos = tail;
+      pos = tail, ahead = 0;
       continue;
     }
     if (seq < pos) return Status::Full;  // the slot still holds the value of the lap before
-    if (seq > pos) continue;             // pushed meanwhile: the counter has moved on
+    if (seq > pos) {                     // pushed meanwhile: the counter has moved on
+      if (++ahead == kAheadLimit) return Status::Corrupt;
+      continue;
+    }
     const uint64_t old = s.counter_cas(kTail, pos, pos + 1, Order::Relaxed);
     if (old != pos) {
-      pos = old;
+      pos = old, ahead = 0;
       continue;
     }
     hint = pos + 1;
@@ -67,20 +76,23 @@ Status push_atomic(S& s, size_t cap, const T& v, uint64_t& hint) {
 template <typename S, typename T>
 Popped<T> pop_atomic(S& s, size_t cap, uint64_t& hint) {
   uint64_t pos = hint;
-  for (;;) {
+  for (int ahead = 0;;) {
     uint64_t head = 0, seq = 0;
     s.counter_load_async(kHead, &head);
     s.load_async(pos % cap, &seq);
     s.flush();
     if (head != pos) {
-      pos = head;
+      pos = head, ahead = 0;
       continue;
     }
     if (seq < pos + 1) return Popped<T>{};  // not yet pushed: empty
-    if (seq > pos + 1) continue;            // popped meanwhile
+    if (seq > pos + 1) {                    // popped meanwhile: the counter has moved on
+      if (++ahead == kAheadLimit) return Popped<T>{Status::Corrupt, T{}};
+      continue;
+    }
     const uint64_t old = s.counter_cas(kHead, pos, pos + 1, Order::Relaxed);
     if (old != pos) {
-      pos = old;
+      pos = old, ahead = 0;
       continue;
     }
     hint = pos + 1;

@@ -37,6 +37,30 @@ def notices():
     write("fuzz_notices", "empty", bytes([2, 1]) + struct.pack("<IIQ", 0, 0, 0))
 
 
+def rollout_wire():
+    # [board size - 3][threads - 1][kind: 0 rollout, 1 results][epoch] then the message.
+    black, white = [0] * 19, [0] * 19
+    black[0] |= 1 << 3   # d1
+    white[2] |= 1 << 2   # c3
+    black[4] |= 1 << 0   # a5
+    state = struct.pack("<19I19IHBB", *black, *white, 3, 5, 1)
+    path = struct.pack("<QIHBB", 11, 0, 3, 0, 0) + struct.pack("<QIHBB", 12, 3, 7, 1, 0)
+    write("fuzz_rollout_wire", "rollout", bytes([2, 3, 0, 7]) + struct.pack("<IIQII", 2, 7, 99, 2, 0) + state + path)
+    write("fuzz_rollout_wire", "leaf", bytes([2, 3, 0, 7]) + struct.pack("<IIQII", 2, 7, 0, 0, 0) + state)
+    results = struct.pack("<QIHBB", 5, 3, 1, 0, 0) + struct.pack("<QIHBB", 6, 0, 2, 1, 0)
+    write("fuzz_rollout_wire", "results", bytes([2, 3, 1, 7]) + struct.pack("<II", 2, 7) + results)
+
+
+def object_batches():
+    # [handler: 0 insert, 1 find, 2 push, 3 pop][object id: 0 map, 1 queue][level][reply pointer:
+    # how (< 200: the reply area), offset in words] ... then the batch's bytes.
+    entries = b"".join(struct.pack("<QQ", k, k * 10) for k in (1, 2, 3))
+    write("fuzz_object_batches", "insert", bytes([0, 0, 0, 0, 5]) + entries)
+    write("fuzz_object_batches", "find", bytes([1, 0, 2, 0, 9]) + struct.pack("<QQ", 1, 7))
+    write("fuzz_object_batches", "push", bytes([2, 1, 0, 0, 3]) + struct.pack("<QQQ", 4, 5, 6))
+    write("fuzz_object_batches", "pop", bytes([3, 1, 0, 0, 1, 0, 2]) + struct.pack(">Q", 3))
+
+
 def settings():
     for i, text in enumerate(["4096", "1G", "2M", "-1", "0", "256K", "9223372036854775807", "18446744073709551616", "1e3", " 5"]):
         write("fuzz_settings", f"v{i}", text.encode())
@@ -127,6 +151,8 @@ def invoke_channel():
 if __name__ == "__main__":
     service_wire()
     notices()
+    rollout_wire()
+    object_batches()
     settings()
     endpoint()
     node_wire()
