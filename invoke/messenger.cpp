@@ -117,7 +117,7 @@ bool Messenger::open_record(size_t n, size_t flush_at) {
   size_t need = wire::round_record(n + wire::kRecordOverhead);
   // A call sent on its own that fits a cache line gets a whole line: while the receiver
   // watches the line being written, every record sharing it costs another transfer of the
-  // line each way (measured: 10 M -> 15 M 8-byte calls/s on 2 processes).
+  // line each way (bench/README.md, "Measurements behind constants in the code").
   min_record_ = 0;
   if (flush_at == 0 && need < wire::kCacheLine) need = min_record_ = wire::kCacheLine;
   if (pos_ + need > chunk_size_ && !rotate(need)) return false;

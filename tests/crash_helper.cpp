@@ -14,7 +14,7 @@
 // the others queue for the lock and must name it instead of waiting forever.
 // Mode "unflushed": the others write a line and a partial line (no newline, no flush) and wait
 // forever; then the victim exits with status 3. loomrun ends the job; what the others wrote must
-// reach its output (issue 21: a rank's buffered stdout was lost).
+// reach its output (a rank's buffered stdout was once lost).
 // Mode "wait" with a rank outside the job: nobody fails; every rank waits until it is ended.
 // Mode "big": every rank asks for 96 MiB of registered memory and writes all of it; where the
 // shared-memory file system has less room, the allocation must fail with a clear error (status

@@ -1,6 +1,6 @@
 // A Loom program misused on purpose, one way per mode (argv[1]); the launcher tests
 // (tests/test_launcher.cpp, Misuse.*) check that each misuse ends the job with a clear error
-// instead of passing in silence, hanging or crashing without a word (issue 21).
+// instead of passing in silence, hanging or crashing without a word.
 //   registry   rank 1 registers a function rank 0 does not: the Invoker's start-up names it
 //   bad-call   rank 0 calls a function id nobody registered: rank 1's poll fails naming it
 //   unpolled   rank 0 calls rank 1, which never polls: rank 1's teardown names the call

@@ -472,7 +472,7 @@ std::vector<std::unique_ptr<std::atomic<uint64_t>>> g_direct, g_nested;  // by r
 }  // namespace
 
 // Invoker::barrier runs every call made before it — and the calls those calls make — without
-// the program polling: every count is complete the moment the barrier returns (issue 21).
+// the program polling: every count is complete the moment the barrier returns.
 TEST(Invoke, BarrierRunsEveryCallMadeBeforeItAndTheCallsTheyMake) {
   Invoker inv(rt(), small_rings(8));
   const int total = inv.total_threads();

@@ -98,7 +98,7 @@ TEST_F(Launcher, NonZeroExitEndsTheJobAndNamesTheRank) {
 }
 
 // Ranks write to a pipe (fully buffered by default): what they wrote must survive the job being
-// ended by loomrun, partial lines included (lost before issue 21's fix).
+// ended by loomrun, partial lines included (once lost).
 TEST_F(Launcher, OutputOfRanksEndedByTheLauncherIsNotLost) {
   auto r = run(loomrun(std::string("-n 3 ") + CRASH_HELPER_PATH + " 0 unflushed"));
   EXPECT_EQ(r.status, 3) << r.output;
@@ -148,7 +148,7 @@ TEST_F(Launcher, SigkillLatencyIsUnderTwoSeconds) {
 }
 
 // A rank that exits with status 0 before a barrier the others wait in: they name it and fail,
-// and the job ends with an error instead of hanging (issue 17 B4).
+// and the job ends with an error instead of hanging.
 TEST_F(Launcher, ARankThatLeftEarlyIsNamedNotWaitedForForever) {
   auto r = run(loomrun(std::string("-n 3 --timeout 60 ") + CRASH_HELPER_PATH + " 1 leave"));
   EXPECT_NE(r.status, 0) << r.output;
@@ -160,7 +160,7 @@ TEST_F(Launcher, ARankThatLeftEarlyIsNamedNotWaitedForForever) {
 }
 
 // A rank that leaves (status 0) while holding a shared-region lock: the rank queued behind it
-// names it and fails, instead of waiting for a grant that never comes (issue 17 B4).
+// names it and fails, instead of waiting for a grant that never comes.
 TEST_F(Launcher, ALockHolderThatLeftIsNamedNotWaitedForForever) {
   auto r = run(loomrun(std::string("-n 3 --timeout 60 ") + CRASH_HELPER_PATH + " 0 lock-leave"));
   EXPECT_EQ(r.status, 14) << r.output;
@@ -172,7 +172,7 @@ TEST_F(Launcher, ALockHolderThatLeftIsNamedNotWaitedForForever) {
 
 // A shared-memory file system too small for what the job asks (Docker's default /dev/shm is
 // 64 MiB): the allocation fails with a clear error naming the room left, never a SIGBUS at the
-// first touch (issue 17 B6). Needs a tmpfs of its own, so root (as in CI) or it is skipped.
+// first touch. Needs a tmpfs of its own, so root (as in CI) or it is skipped.
 TEST_F(Launcher, AFullSharedMemoryFileSystemIsAClearErrorNotASigbus) {
   const fs::path small = dir_ / "small";
   fs::create_directories(small);
@@ -204,7 +204,7 @@ TEST_F(Launcher, APeerThatDiedIsAClearErrorNotAHang) {
 // The kill / exit / exit-0 / SIGSTOP matrix over the waits of every layer: however a rank ends
 // or stops while the others wait for it (bootstrap barrier, a shared-region lock it holds, a
 // shared-region barrier, a service call to it), the job ends within seconds, names the rank and
-// fails, and leaves nothing behind (issue 17). A stop is loomrun's to see (LOOM_STOPPED_LIMIT_MS);
+// fails, and leaves nothing behind. A stop is loomrun's to see (LOOM_STOPPED_LIMIT_MS);
 // a rank that leaves with status 0 is seen by the wait itself.
 class LeaveMatrix : public Launcher, public testing::WithParamInterface<std::tuple<std::string, std::string>> {};
 
@@ -323,7 +323,7 @@ TEST_F(Launcher, ABadTimeoutIsRefused) {
 }
 
 // A bad setting read by loomrun itself is a clear error, not an abort with an uncaught
-// exception (issue 17, B7).
+// exception.
 TEST_F(Launcher, ABadSettingOfTheLauncherIsAClearError) {
   auto r = run("LOOM_SWEEP=abc LOOM_SHM_DIR=" + dir_.string() + " " + LOOMRUN_PATH + " -n 1 true");
   EXPECT_EQ(r.status, 2) << r.output;
@@ -429,7 +429,7 @@ TEST_F(Launcher, SweepTakesExactlyTheDirectoriesNobodyHolds) {
 }
 
 // Misuse that used to pass in silence, hang or crash without a word ends the job with an error
-// that names what happened (issue 21; tests/misuse_helper.cpp).
+// that names what happened (tests/misuse_helper.cpp).
 class Misuse : public Launcher {
  protected:
   // `env`: settings for the job ("LOOM_CHECK=on ..."); the suite's own LOOM_CHECK is replaced.

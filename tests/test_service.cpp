@@ -41,7 +41,7 @@ TEST(Service, RequestReplyBetweenEveryPair) {
   EXPECT_EQ(seen.load(), rt().size());
 }
 
-// A reply larger than a service message is an error at the caller, not a hang (issue 17 B1); so
+// A reply larger than a service message is an error at the caller, not a hang; so
 // is an error text larger than a message.
 TEST(Service, AReplyTooLargeIsAnErrorNotAHang) {
   const size_t limit = rt().service().max_payload();
@@ -114,7 +114,7 @@ TEST(Service, UnregisteringWaitsForARunningCall) {
 
 // Handlers that send (as the docs recommend instead of call_sync) while the main threads flood
 // each other: a main thread waiting for a receive buffer at its peer must not stop this
-// process's service thread from freeing its own buffers (issue 17 B2: 31 calls passed, 100 hung).
+// process's service thread from freeing its own buffers (31 calls passed, 100 hung).
 TEST(Service, HandlersThatCallBackDuringAFloodDoNotDeadlock) {
   static std::atomic<int> pongs{0};
   static std::atomic<int> pings{0};

@@ -153,7 +153,7 @@ TEST(Settings, GoodValuesAreRead) {
   EXPECT_EQ(loom::settings::get_int(loom::settings::dsm::kLocalRank, 7), 3);
 }
 
-// The values issue 17 found accepted or silently cut (B8), each refused now.
+// Values once accepted or silently cut, each refused now.
 TEST(Settings, TruncationsAndWrapsAreRefused) {
   struct Case {
     const Setting& s;

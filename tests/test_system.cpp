@@ -1,6 +1,6 @@
 // Facts read from the system (dsm/common/system.hpp) and the job directory's hold
 // (dsm/runtime/job_dir.hpp): a directory that already exists in a world-writable place is used
-// only if it is private to this user (issue 17 B9); the kernel's asynchronous write tracking;
+// only if it is private to this user; the kernel's asynchronous write tracking;
 // the process states PeerWatch reads.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
