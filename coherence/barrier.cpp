@@ -30,7 +30,10 @@ void Space::Impl::exchange_notices(Lane& l, int k, int parity, uint64_t epoch, c
   wait::Backoff b(kHandoffYields);
   wait::StallWatch stall;
   while (flag.load(std::memory_order_acquire) != epoch) {
-    if (b.should_sleep()) rt.peers().check(from, "dsm: barrier");
+    if (b.should_sleep()) {
+      rt.peers().check(from, "dsm: barrier");
+      rt.collectives().check_posted(call, rank, from);  // `from` in another collective call
+    }
     b.pause();
     stall.check([&] {
       return "dsm: Space::barrier (" + rt.collectives().last().str() + ") waits for rank " + std::to_string(from) +

@@ -28,7 +28,7 @@ constexpr uint64_t presence_word(pid_t pid, bool left) { return (static_cast<uin
 }  // namespace
 
 size_t EmbeddedBootstrap::file_size(int n) {
-  size_t header = sizeof(Header) + 2 * sizeof(std::atomic<uint64_t>) * static_cast<size_t>(n);
+  size_t header = sizeof(Header) + 3 * sizeof(std::atomic<uint64_t>) * static_cast<size_t>(n);
   header = (header + 4095) & ~size_t{4095};
   return header + kSlotBytes * static_cast<size_t>(n);
 }
@@ -111,6 +111,14 @@ void EmbeddedBootstrap::barrier() { local_barrier(); }
 
 std::atomic<uint64_t>* EmbeddedBootstrap::lengths() const { return h_->lengths(); }
 
+// Pairs with posted_collective's acquire in the other processes of this host.
+void EmbeddedBootstrap::post_collective(uint64_t ticket) { h_->posted(size_)[rank_].store(ticket, std::memory_order_release); }
+
+uint64_t EmbeddedBootstrap::posted_collective(int rank) const {
+  if (rank < 0 || rank >= size_) return 0;
+  return h_->posted(size_)[rank].load(std::memory_order_acquire);
+}
+
 void EmbeddedBootstrap::local_barrier() {
   if (local_size_ == 1) return;
   uint32_t gen = h_->generation.load(std::memory_order_acquire);
@@ -128,8 +136,9 @@ void EmbeddedBootstrap::wait_while(const std::atomic<uint32_t>& word, uint32_t v
   while (word.load(std::memory_order_acquire) == value) {
     if (b.should_sleep()) {
       // A crashed peer ends the job through loomrun; one that left quietly, or the launcher's
-      // end, is noticed here.
+      // end, is noticed here; a peer in another collective call, by the Runtime's check.
       check_peers();
+      if (long_wait_check_) long_wait_check_();
       wait::futex_wait(&word, value, std::chrono::milliseconds(100));
     } else {
       b.spin_or_yield();

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -34,6 +35,16 @@ class Bootstrap {
   // Once the Runtime knows its peers: the bootstrap's waits ask `w` whether they can still take
   // part (nullptr: no more). The embedded bootstrap watches its peers through its own file.
   virtual void watch_peers(PeerWatch* w) { (void)w; }
+  // Each process's current collective call as one word (Collectives::ticket_of), shown to the
+  // others where the bootstrap can (the embedded bootstrap's file: the ranks of one host), so
+  // that a wait that lasts can compare its own call with the peer's. 0: not known here.
+  virtual void post_collective(uint64_t ticket) { (void)ticket; }
+  virtual uint64_t posted_collective(int rank) const {
+    (void)rank;
+    return 0;
+  }
+  // What the bootstrap's own waits run between sleeps (the Runtime's check of the posted calls).
+  void on_long_wait(std::function<void()> check) { long_wait_check_ = std::move(check); }
 
   // allgather of one fixed-size value per rank (addresses, keys, flags). The bytes come from
   // other processes: a contribution of another size is an error naming the rank.
@@ -58,6 +69,7 @@ class Bootstrap {
   std::string job_id_;
   std::string job_dir_;
   int hold_ = -1;  // the shared lock on job_dir_ (job_dir.hpp)
+  std::function<void()> long_wait_check_;
 };
 
 // The embedded bootstrap of loomrun: a per-job shared-memory file with one slot per rank and a
@@ -67,6 +79,8 @@ class EmbeddedBootstrap : public Bootstrap {
   EmbeddedBootstrap();
   ~EmbeddedBootstrap() override;
   const char* kind() const override { return "embedded"; }
+  void post_collective(uint64_t ticket) override;
+  uint64_t posted_collective(int rank) const override;
   bool singleton() const { return singleton_; }
   std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override;
   void barrier() override;

@@ -18,6 +18,8 @@ struct EmbeddedBootstrap::Header {
   std::atomic<uint64_t>* lengths() { return reinterpret_cast<std::atomic<uint64_t>*>(this + 1); }
   // [pid (32 bits) | left (1 bit)] per rank; 0 until the rank joins.
   std::atomic<uint64_t>* presence(int n) { return lengths() + n; }
+  // Each rank's current collective call (Collectives::ticket_of); 0 before its first.
+  std::atomic<uint64_t>* posted(int n) { return lengths() + 2 * n; }
 };
 
 }  // namespace loom::runtime

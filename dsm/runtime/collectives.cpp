@@ -73,6 +73,7 @@ CollectiveCall Collectives::note(const char* kind, const std::source_location& w
   std::lock_guard<std::mutex> g(mu_);
   last_ = CollectiveCall{++seq_, kind, site_of(where)};
   learn_kind(kind);
+  boot_.post_collective(ticket_of(last_));
   return last_;
 }
 
@@ -105,6 +106,19 @@ void Collectives::check_ticket(const CollectiveCall& mine, int me, int peer, uin
        ": collective call #", ticket >> 24, ", ", kind_name(ticket, mine));
 }
 
+void Collectives::check_posted(const CollectiveCall& mine, int me, int peer) const {
+  const uint64_t theirs = boot_.posted_collective(peer);
+  if (theirs == 0 || theirs >> 24 != mine.seq) return;
+  check_ticket(mine, me, peer, theirs);
+}
+
+void Collectives::check_posted_all(int me) const {
+  const CollectiveCall mine = last();
+  if (mine.seq == 0) return;
+  for (int r = 0; r < boot_.size(); ++r)
+    if (r != me) check_posted(mine, me, r);
+}
+
 std::string Collectives::kind_name(uint64_t ticket, const CollectiveCall& mine) const {
   if (ticket == ticket_of(mine)) return mine.kind + (mine.where.empty() ? "" : " at " + mine.where);
   const uint32_t h = static_cast<uint32_t>(ticket & 0xffffff);
@@ -120,6 +134,7 @@ CollectiveCall Collectives::record(const char* kind, std::string where) {
     mine = CollectiveCall{++seq_, kind, std::move(where)};
     last_ = mine;
     learn_kind(kind);
+    boot_.post_collective(ticket_of(mine));
   }
   {
     std::lock_guard<std::mutex> g(observers_mu_);

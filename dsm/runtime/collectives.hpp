@@ -5,8 +5,9 @@
 // does not pass in silence. In checking mode (LOOM_CHECK) every call is compared with every
 // other process's at once (a bootstrap allgather of its number, kind and call site): one called
 // by some processes only, or in another order, is an Error on every process that names each
-// process's call. Without it, only the count is kept (and the layers' stall reports say what a
-// wait waits for).
+// process's call. Without it, each call is posted where the other processes of the host can see
+// it (one store), and waits that last compare their call with their peers' (check_posted): a
+// collective made by some processes only is named as soon as a wait for it sleeps.
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -50,6 +51,14 @@ class Collectives {
   void check_tickets(const CollectiveCall& mine, const std::vector<uint64_t>& tickets) const;
   // One peer's ticket against `mine` (collectives that exchange with one partner at a time).
   void check_ticket(const CollectiveCall& mine, int me, int peer, uint64_t ticket) const;
+  // For a wait that lasts: the call `peer` has posted (Bootstrap::post_collective; every call
+  // is posted as it is made, in every mode, one store) against `mine`. A peer in a call of the
+  // same number but another kind — a collective made by some processes only — is an Error
+  // naming both, found at once instead of a wait for ever; a peer not posted here, or not yet
+  // that far, is no finding.
+  void check_posted(const CollectiveCall& mine, int me, int peer) const;
+  // The same against every peer, with this process's last call.
+  void check_posted_all(int me) const;
 
   // A layer's look at each collective call as it is made (e.g. the Space warns when the process
   // barrier is called with shared-region writes unpublished); returns a handle for unobserve.

@@ -104,6 +104,7 @@ Runtime::Runtime(int& argc, char**& argv) {
     local_size_ = boot_->local_size();
     log::set_host_announcer(local_rank_ == 0);
     collectives_ = std::make_unique<runtime::Collectives>(*boot_, checking_agreed(*boot_));
+    boot_->on_long_wait([this] { collectives_->check_posted_all(boot_->rank()); });
 
     // Machines are named by the sorted set of hosts, so every process agrees.
     const std::string me = runtime::encode_place(runtime::this_place(boot_->job_id(), boot_->job_dir()));
