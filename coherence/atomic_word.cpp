@@ -24,7 +24,7 @@ uint64_t lock_word_notices(Lane& l, int rank, int home, uint64_t base, uint32_t 
 AtomicWord Space::make_atomic(uint64_t initial, const std::source_location& where) {
   rt_.collectives().enter("Space::make_atomic", where);
   Impl& I = *impl_;
-  if (I.next_sync >= cfg_.sync_objects) fail("dsm: more than ", cfg_.sync_objects, " locks and atomic words (LOOM_DSM_SYNC_OBJECTS)");
+  if (I.next_sync >= cfg_.sync_objects) fail("coherence: more than ", cfg_.sync_objects, " locks and atomic words (LOOM_COHERENCE_SYNC_OBJECTS)");
   AtomicWord a;
   a.bind(this, I.next_sync++, I.n);
   if (a.home_ == I.rank) std::memcpy(I.slot_local(a.slot_) + kValue, &initial, 8);
@@ -79,24 +79,24 @@ uint64_t Space::Impl::atomic_op(int home, uint32_t slot, fabric::Opcode op, uint
 }
 
 uint64_t AtomicWord::fetch_add(uint64_t v, Order o) {
-  if (space_ == nullptr) fail("dsm: use of an AtomicWord not made by Space::make_atomic");
+  if (space_ == nullptr) fail("coherence: use of an AtomicWord not made by Space::make_atomic");
   return space_->impl_->atomic_op(home_, slot_, fabric::Opcode::FetchAdd, v, 0, o);
 }
 
 uint64_t AtomicWord::compare_swap(uint64_t expected, uint64_t desired, Order o) {
-  if (space_ == nullptr) fail("dsm: use of an AtomicWord not made by Space::make_atomic");
+  if (space_ == nullptr) fail("coherence: use of an AtomicWord not made by Space::make_atomic");
   return space_->impl_->atomic_op(home_, slot_, fabric::Opcode::CompareSwap, expected, desired, o);
 }
 
 uint64_t AtomicWord::load(Order o) {
-  if (space_ == nullptr) fail("dsm: use of an AtomicWord not made by Space::make_atomic");
-  if (o == Order::Release || o == Order::AcqRel) fail("dsm: a load cannot be a release");
+  if (space_ == nullptr) fail("coherence: use of an AtomicWord not made by Space::make_atomic");
+  if (o == Order::Release || o == Order::AcqRel) fail("coherence: a load cannot be a release");
   return space_->impl_->atomic_op(home_, slot_, fabric::Opcode::Read, 0, 0, o);
 }
 
 void AtomicWord::store(uint64_t v, Order o) {
-  if (space_ == nullptr) fail("dsm: use of an AtomicWord not made by Space::make_atomic");
-  if (o == Order::Acquire || o == Order::AcqRel) fail("dsm: a store cannot be an acquire");
+  if (space_ == nullptr) fail("coherence: use of an AtomicWord not made by Space::make_atomic");
+  if (o == Order::Acquire || o == Order::AcqRel) fail("coherence: a store cannot be an acquire");
   Space::Impl& I = *space_->impl_;
   // A CAS loop: the word is touched only by fabric atomics. The first attempt releases.
   uint64_t cur = I.atomic_op(home_, slot_, fabric::Opcode::Read, 0, 0, o);

@@ -31,19 +31,19 @@ void Space::Impl::exchange_notices(Lane& l, int k, int parity, uint64_t epoch, c
   wait::StallWatch stall;
   while (flag.load(std::memory_order_acquire) != epoch) {
     if (b.should_sleep()) {
-      rt.peers().check(from, "dsm: barrier");
+      rt.peers().check(from, "coherence: barrier");
       rt.collectives().check_posted(call, rank, from);  // `from` in another collective call
     }
     b.pause();
     stall.check([&] {
-      return "dsm: Space::barrier (" + rt.collectives().last().str() + ") waits for rank " + std::to_string(from) +
+      return "coherence: Space::barrier (" + rt.collectives().last().str() + ") waits for rank " + std::to_string(from) +
              ": is every process in Space::barrier? (LOOM_CHECK=on names the collective call each process is in)";
     });
   }
   rt.collectives().check_ticket(call, rank, from, std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(box + flag_off - 8)).load(std::memory_order_relaxed));
   std::lock_guard<std::mutex> ng(notice_mu);
   if (!notices.merge_wire(std::span<const uint8_t>(box, flag_off), static_cast<uint32_t>(n)))
-    fail("dsm: barrier: malformed write notices from rank ", from);
+    fail("coherence: barrier: malformed write notices from rank ", from);
 }
 
 // The processes' part, run by the last thread of this process to arrive.
@@ -66,7 +66,7 @@ void Space::Impl::wait_for_threads(std::unique_lock<std::mutex>& lk, uint64_t ge
   if (report.count() == 0) next += std::chrono::hours(24 * 365);
   while (!bar_cv.wait_until(lk, next,
                             [&] { return bar_gen != gen; })) {
-    log::warn("dsm: Space::barrier waits for this process's other worker threads: ", bar_arrived, " of ", threads,
+    log::warn("coherence: Space::barrier waits for this process's other worker threads: ", bar_arrived, " of ", threads,
               " arrived (every worker thread, loomrun --threads ", threads, ", calls it)");
     next = std::chrono::steady_clock::now() + std::chrono::minutes(1);
   }

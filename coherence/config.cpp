@@ -16,7 +16,7 @@ Policy Policy::parse(const std::string& s) {
       Policy p{h, i};
       if (p.name() == s) return p;
     }
-  fail("dsm: unknown policy '", s, "' (floating-ts, floating-dir, fixed-ts or fixed-dir)");
+  fail("coherence: unknown policy '", s, "' (floating-ts, floating-dir, fixed-ts or fixed-dir)");
 }
 
 Config Config::from_env() {

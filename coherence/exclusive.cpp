@@ -87,7 +87,7 @@ void Space::Impl::make_exclusive_alone(RegionState& rs) {
 void Space::Impl::request_downgrade(Lane& l, DirWord seen, RegionState& rs, size_t b, DowngradeRun* run) {
   const int owner = seen.home();
   if (owner == rank || owner >= n)
-    fail("dsm: block ", b, " of region ", rs.r->id(), " is held exclusively by rank ", owner, " by its directory entry, "
+    fail("coherence: block ", b, " of region ", rs.r->id(), " is held exclusively by rank ", owner, " by its directory entry, "
          "which this process cannot be asked about (corrupt)");
   const bool asked = run != nullptr && run->owner == owner && b >= run->first && b < run->asked_end;
   uint32_t count = 1;
@@ -113,10 +113,10 @@ void Space::Impl::request_downgrade(Lane& l, DirWord seen, RegionState& rs, size
     const DirWord w{l.word(Scratch::kResult)};
     if (w.without_lock() != seen) return;
     if (backoff.should_sleep())
-      rt.peers().check(owner, "dsm: block ", b, " of region ", rs.r->id(), " is held exclusively by a rank that cannot give it up");
+      rt.peers().check(owner, "coherence: block ", b, " of region ", rs.r->id(), " is held exclusively by a rank that cannot give it up");
     backoff.pause();
     stall.check([&] {
-      return "dsm: an access to block " + std::to_string(b) + " of region " + std::to_string(rs.r->id()) +
+      return "coherence: an access to block " + std::to_string(b) + " of region " + std::to_string(rs.r->id()) +
              " waits for rank " + std::to_string(owner) + ", which holds it exclusively, to give it up";
     });
     if (std::chrono::steady_clock::now() - sent > std::chrono::milliseconds(kResendMs)) {
@@ -131,7 +131,7 @@ void Space::Impl::request_downgrade(Lane& l, DirWord seen, RegionState& rs, size
 // earlier request did it). Nothing in the request is trusted: region, range and count are checked.
 std::vector<std::byte> Space::Impl::serve_downgrade(std::span<const std::byte> payload, int from) {
   DowngradeRequest q;
-  if (payload.size() != sizeof q) fail("dsm: downgrade request of ", payload.size(), " bytes from rank ", from);
+  if (payload.size() != sizeof q) fail("coherence: downgrade request of ", payload.size(), " bytes from rank ", from);
   std::memcpy(&q, payload.data(), sizeof q);
   std::shared_lock<std::shared_mutex> serving(serve_mu);
   RegionState* rs = state_by_id(q.region);
@@ -139,7 +139,7 @@ std::vector<std::byte> Space::Impl::serve_downgrade(std::span<const std::byte> p
   // done, and the region destroyed, before the copy arrives): nothing of it is left to downgrade.
   if (rs == nullptr) return {};
   if (q.count == 0 || q.count > kMaxDowngradeRun || q.block >= rs->r->blocks() || q.count > rs->r->blocks() - q.block)
-    fail("dsm: downgrade request from rank ", from, " names blocks [", q.block, ", +", q.count, ") of ", rs->r->blocks());
+    fail("coherence: downgrade request from rank ", from, " names blocks [", q.block, ", +", q.count, ") of ", rs->r->blocks());
   region::InRuntime ir;
   LaneGuard lane(lanes);
   std::vector<std::unique_lock<std::mutex>> run;  // exclusive blocks [first, first + size), held
@@ -183,7 +183,7 @@ void Space::Impl::pause_if_injected() const {
 }
 
 void Space::fault_inject_downgrade_pause(std::chrono::microseconds pause) {
-  if (pause.count() < 0 || pause > std::chrono::seconds(10)) fail("dsm: fault_inject_downgrade_pause of ", pause.count(), " us (0 to 10 s)");
+  if (pause.count() < 0 || pause > std::chrono::seconds(10)) fail("coherence: fault_inject_downgrade_pause of ", pause.count(), " us (0 to 10 s)");
   impl_->downgrade_pause_us.store(static_cast<uint32_t>(pause.count()), std::memory_order_relaxed);
 }
 

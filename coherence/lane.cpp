@@ -29,7 +29,7 @@ std::vector<fabric::QueuePair*> Lane::queue_pairs() {
 
 void Lane::post_mem(int to, fabric::Opcode op, const memory::RDMAMemory& m, size_t off, uint32_t len, uint64_t raddr,
                     uint32_t rkey, uint64_t cmp, uint64_t swp) {
-  if (to < 0 || to >= nprocs_) fail("dsm: request to rank ", to, " of ", nprocs_);
+  if (to < 0 || to >= nprocs_) fail("coherence: request to rank ", to, " of ", nprocs_);
   if (outstanding_ + 1 >= kDepth) wait();
   fabric::SendWr wr;
   wr.wr_id = ++next_id_;
@@ -44,7 +44,7 @@ void Lane::post_mem(int to, fabric::Opcode op, const memory::RDMAMemory& m, size
   for (;;) {
     fabric::PostResult r = qps_[static_cast<size_t>(to)]->post_send(wr);
     if (r == fabric::PostResult::Ok) break;
-    if (r != fabric::PostResult::QueueFull) fail("dsm: posting ", fabric::to_string(op), " to rank ", to, ": ", fabric::to_string(r));
+    if (r != fabric::PostResult::QueueFull) fail("coherence: posting ", fabric::to_string(op), " to rank ", to, ": ", fabric::to_string(r));
     wait();
     b.pause();
   }
@@ -72,7 +72,7 @@ void Lane::wait() {
     // A queue pair in error stays there until reset; reset every one so the next step can run.
     for (auto& q : qps_)
       if (q->state() == fabric::QpState::Error) q->reset();
-    fail("dsm: ", err, " (is a peer gone?)");
+    fail("coherence: ", err, " (is a peer gone?)");
   }
 }
 
@@ -106,7 +106,7 @@ LaneGuard::~LaneGuard() {
     try {
       l_->wait();
     } catch (const std::exception& e) {
-      log::error("dsm: ", e.what());
+      log::error("coherence: ", e.what());
     }
   }
   l_->mu.unlock();

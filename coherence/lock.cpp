@@ -35,7 +35,7 @@ int thread_slot() {
       t_slot.slot = i;
       return i;
     }
-  fail("dsm: more than ", kMaxThreads, " threads use shared regions at once");
+  fail("coherence: more than ", kMaxThreads, " threads use shared regions at once");
 }
 
 struct Held {
@@ -58,7 +58,7 @@ uint64_t node_name(int rank, size_t idx) { return (static_cast<uint64_t>(rank) <
 void split_node_name(uint64_t name, int nprocs, uint32_t lock, const char* what, int& rank, size_t& idx) {
   uint64_t r = name >> 32, i = (name & 0xffffffffu) - 1;
   if (r >= static_cast<uint64_t>(nprocs) || i >= static_cast<uint64_t>(kMaxThreads) * kMaxHeld)
-    fail("dsm: lock ", lock, ": ", what, " ", name, " (corrupt)");
+    fail("coherence: lock ", lock, ": ", what, " ", name, " (corrupt)");
   rank = static_cast<int>(r);
   idx = static_cast<size_t>(i);
 }
@@ -68,17 +68,17 @@ void split_node_name(uint64_t name, int nprocs, uint32_t lock, const char* what,
 Lock Space::make_lock(const std::source_location& where) {
   rt_.collectives().enter("Space::make_lock", where);
   Impl& I = *impl_;
-  if (I.next_sync >= cfg_.sync_objects) fail("dsm: more than ", cfg_.sync_objects, " locks and atomic words (LOOM_DSM_SYNC_OBJECTS)");
+  if (I.next_sync >= cfg_.sync_objects) fail("coherence: more than ", cfg_.sync_objects, " locks and atomic words (LOOM_COHERENCE_SYNC_OBJECTS)");
   Lock l;
   l.bind(this, I.next_sync++, I.n);
   return l;
 }
 
 void Lock::lock() {
-  if (space_ == nullptr) fail("dsm: lock() on a Lock not made by Space::make_lock");
+  if (space_ == nullptr) fail("coherence: lock() on a Lock not made by Space::make_lock");
   Space::Impl& I = *space_->impl_;
-  if (held_index(space_, slot_) >= 0) fail("dsm: this thread already holds lock ", slot_);
-  if (t_nheld >= kMaxHeld) fail("dsm: a thread may hold at most ", kMaxHeld, " locks");
+  if (held_index(space_, slot_) >= 0) fail("coherence: this thread already holds lock ", slot_);
+  if (t_nheld >= kMaxHeld) fail("coherence: a thread may hold at most ", kMaxHeld, " locks");
   const int depth = std::countr_one(t_depth_used);
   const size_t idx = I.qnode_index(thread_slot(), depth);
   uint64_t* q = I.qnode_local(idx);
@@ -110,10 +110,10 @@ void Lock::lock() {
     wait::StallWatch stall;
     while (granted.load(std::memory_order_acquire) == 0) {
       if (b.should_sleep())
-        I.rt.peers().check(prank, "dsm: lock ", slot_, " is lost: the rank ahead of this thread in its queue");
+        I.rt.peers().check(prank, "coherence: lock ", slot_, " is lost: the rank ahead of this thread in its queue");
       b.pause();
       stall.check([&] {
-        return "dsm: Lock::lock waits for lock " + std::to_string(slot_) + " (home rank " + std::to_string(home_) +
+        return "coherence: Lock::lock waits for lock " + std::to_string(slot_) + " (home rank " + std::to_string(home_) +
                "), which rank " + std::to_string(prank) + " holds or waits for ahead of this thread";
       });
     }
@@ -146,7 +146,7 @@ void Space::Impl::hand_on_lock(Lane& l, uint64_t* q, uint64_t me, int home, uint
   wait::StallWatch stall;
   while ((next = nx.load(std::memory_order_acquire)) == 0) {
     b.pause();
-    stall.check([&] { return "dsm: Lock::unlock of lock " + std::to_string(slot) + " waits for its next holder to name itself"; });
+    stall.check([&] { return "coherence: Lock::unlock of lock " + std::to_string(slot) + " waits for its next holder to name itself"; });
   }
   int nrank;
   size_t nidx;
@@ -157,10 +157,10 @@ void Space::Impl::hand_on_lock(Lane& l, uint64_t* q, uint64_t me, int home, uint
 }
 
 void Lock::unlock() {
-  if (space_ == nullptr) fail("dsm: unlock() on a Lock not made by Space::make_lock");
+  if (space_ == nullptr) fail("coherence: unlock() on a Lock not made by Space::make_lock");
   Space::Impl& I = *space_->impl_;
   const int at = held_index(space_, slot_);
-  if (at < 0) fail("dsm: unlock of lock ", slot_, ", which this thread does not hold");
+  if (at < 0) fail("coherence: unlock of lock ", slot_, ", which this thread does not hold");
   const int depth = t_held[static_cast<size_t>(at)].depth;
   const size_t idx = I.qnode_index(thread_slot(), depth);
   const uint64_t tail = I.slot_addr(home_, slot_);

@@ -84,7 +84,7 @@ std::string describe_address(const void* p) {
 }
 
 std::string race_message(const void* at, size_t bytes) {
-  return "dsm: data race: this process and another wrote " + std::to_string(bytes) + " byte(s) of one block from " +
+  return "coherence: data race: this process and another wrote " + std::to_string(bytes) + " byte(s) of one block from " +
          describe_address(at) +
          " in one interval, without synchronization between the writes; the merge keeps this process's bytes";
 }

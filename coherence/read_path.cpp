@@ -22,7 +22,7 @@ DirView Space::Impl::dir_view(Lane& l, const RegionState& rs, size_t b, size_t o
   std::memcpy(&d.wts, p + DirEntry::kWts, 8);
   d.sharers = p + DirEntry::kSharers;
   if (d.word0.home() >= n)
-    fail("dsm: directory entry of block ", b, " of region ", rs.r->id(), " names home ", d.word0.home(), " of ", n, " ranks (corrupt)");
+    fail("coherence: directory entry of block ", b, " of region ", rs.r->id(), " names home ", d.word0.home(), " of ", n, " ranks (corrupt)");
   return d;
 }
 
@@ -93,7 +93,7 @@ void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m, DowngradeRun* ru
   wait::StallWatch stall;
   for (;;) {
     stall.check([&] {
-      return "dsm: fetching block " + std::to_string(b) + " of region " + std::to_string(rs.r->id()) +
+      return "coherence: fetching block " + std::to_string(b) + " of region " + std::to_string(rs.r->id()) +
              " waits for its directory entry (manager rank " + std::to_string(mgr) + ") to be unlocked and current";
     });
     DirView d;
@@ -111,7 +111,7 @@ void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m, DowngradeRun* ru
       d = dir_view(l, rs, b);
     }
     if (d.word0.atomic())
-      fail("dsm: a plain access to block ", b, " of region ", rs.r->id(), ", which holds atomic words (use Space::atomic_ref)");
+      fail("coherence: a plain access to block ", b, " of region ", rs.r->id(), ", which holds atomic words (use Space::atomic_ref)");
     if (d.word0.exclusive() && !d.word0.locked()) {
       // Its owner alone holds it: ask for a downgrade, then read the version it published.
       request_downgrade(l, d.word0, rs, b, run);
@@ -226,7 +226,7 @@ const void* Space::Impl::declare(const void* p, size_t len, Access how) {
   const bool write = how != Access::Read;
   region::Region* r = as->find(p);
   if (r == nullptr || !r->contains(p, len))
-    fail("dsm: ", write ? "write" : "read", " of ", len, " bytes at ", p, ": not inside one shared region");
+    fail("coherence: ", write ? "write" : "read", " of ", len, " bytes at ", p, ": not inside one shared region");
   RegionState* rs = state_of(*r);
   if (len == 0) return r->runtime_view(p);
   region::InRuntime ir;
@@ -245,7 +245,7 @@ const void* Space::Impl::declare(const void* p, size_t len, Access how) {
     // A racy peek, confirmed under the mutex.
     const State st = m.state;
     if (st == State::Atomic)
-      fail("dsm: declared ", write ? "write" : "read", " of block ", b, " of region ", r->id(), ", which holds atomic words (use Space::atomic_ref)");
+      fail("coherence: declared ", write ? "write" : "read", " of block ", b, " of region ", r->id(), ", which holds atomic words (use Space::atomic_ref)");
     if (st == State::Dirty || st == State::Exclusive || (!write && st == State::Clean)) continue;
     if (!lane) lane.emplace(lanes);
     std::unique_lock<std::mutex> g(m.mu);
@@ -301,7 +301,7 @@ void Space::on_fault(region::Region& r, size_t block, region::Access access) {
   } catch (const std::exception& e) {
     // No exception leaves a signal handler: the process ends with the reason, as an uncaught
     // loom::Error does (status 1), not with an abort and a core dump.
-    log::error("dsm: fault on block ", block, " of region ", r.id(), ": ", e.what());
+    log::error("coherence: fault on block ", block, " of region ", r.id(), ": ", e.what());
     runtime::flush_output_if_free();
     std::_Exit(1);
   }

@@ -18,7 +18,7 @@ void Space::Impl::mark_block_atomic(Lane& l, RegionState& rs, BlockMeta& m) {
   const size_t b = m.block;
   const int mgr = rs.r->manager(b);
   if (m.state == State::Dirty)
-    fail("dsm: block ", b, " of region ", rs.r->id(), " holds plain stores not yet released; it cannot hold atomic words");
+    fail("coherence: block ", b, " of region ", rs.r->id(), " holds plain stores not yet released; it cannot hold atomic words");
   wait::Backoff backoff;
   for (;;) {
     l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory, 16, rs.dir_addr(mgr, b), rs.rkey(mgr));
@@ -32,7 +32,7 @@ void Space::Impl::mark_block_atomic(Lane& l, RegionState& rs, BlockMeta& m) {
       continue;
     }
     if (wts != 0 || w.shared() || (w.exclusive() && w.home() != rank))
-      fail("dsm: block ", b, " of region ", rs.r->id(), " already holds data published by plain stores; it cannot hold atomic words");
+      fail("coherence: block ", b, " of region ", rs.r->id(), " already holds data published by plain stores; it cannot hold atomic words");
     if (l.cas(mgr, rs.dir_addr(mgr, b), rs.rkey(mgr), w.raw, w.with_atomic().raw) == w.raw) break;
   }
   m.state = State::Atomic;
@@ -61,8 +61,8 @@ void Space::Impl::adopt_atomic(RegionState& rs, size_t b) {
   lane->post(mgr, fabric::Opcode::Read, Scratch::kResult, 8, rs.dir_addr(mgr, b), rs.rkey(mgr));
   lane->wait();
   if (!DirWord{lane->word(Scratch::kResult)}.atomic())
-    fail("dsm: block ", b, " of region ", rs.r->id(), " does not hold atomic words (Space::new_atomic_words makes them)");
-  if (m.state == State::Dirty) fail("dsm: block ", b, " of region ", rs.r->id(), " holds atomic words and plain stores of this process");
+    fail("coherence: block ", b, " of region ", rs.r->id(), " does not hold atomic words (Space::new_atomic_words makes them)");
+  if (m.state == State::Dirty) fail("coherence: block ", b, " of region ", rs.r->id(), " holds atomic words and plain stores of this process");
   m.state = State::Atomic;
   rs.r->protect(b, 1, region::Protection::None);
 }
@@ -123,10 +123,10 @@ uint64_t* Space::new_atomic_words(region::Region& r, size_t count, bool local, c
   if (!local) rt_.collectives().enter("Space::new_atomic_words", where);
   Impl& I = *impl_;
   RegionState* rs = I.state_of(r);
-  if (rs == nullptr) fail("dsm: new_atomic_words in a region this Space does not hold");
-  if (count == 0) fail("dsm: new_atomic_words of 0 words");
+  if (rs == nullptr) fail("coherence: new_atomic_words in a region this Space does not hold");
+  if (count == 0) fail("coherence: new_atomic_words of 0 words");
   const size_t bs = r.block_size();
-  if (count > (SIZE_MAX - bs) / 8) fail("dsm: new_atomic_words of ", count, " words overflows");
+  if (count > (SIZE_MAX - bs) / 8) fail("coherence: new_atomic_words of ", count, " words overflows");
   const size_t bytes = (count * 8 + bs - 1) / bs * bs;
   uint8_t* p;
   if (local) {
@@ -143,8 +143,8 @@ uint64_t* Space::new_atomic_words(region::Region& r, size_t count, bool local, c
 AtomicRef Space::atomic_ref(uint64_t* word) {
   Impl& I = *impl_;
   region::Region* r = I.as->find(word);
-  if (r == nullptr || !r->contains(word, 8)) fail("dsm: atomic_ref of ", static_cast<void*>(word), ": not inside a shared region");
-  if (reinterpret_cast<uintptr_t>(word) % 8 != 0) fail("dsm: atomic_ref of ", static_cast<void*>(word), ": not 8-byte aligned");
+  if (r == nullptr || !r->contains(word, 8)) fail("coherence: atomic_ref of ", static_cast<void*>(word), ": not inside a shared region");
+  if (reinterpret_cast<uintptr_t>(word) % 8 != 0) fail("coherence: atomic_ref of ", static_cast<void*>(word), ": not 8-byte aligned");
   RegionState* rs = I.state_of(*r);
   const size_t b = r->block_of(word);
   I.adopt_atomic(*rs, b);
@@ -157,9 +157,9 @@ AtomicRef Space::atomic_ref(uint64_t* word) {
 }
 
 RegionState& AtomicRef::state() const {
-  if (space_ == nullptr) fail("dsm: use of an AtomicRef not made by Space::atomic_ref");
+  if (space_ == nullptr) fail("coherence: use of an AtomicRef not made by Space::atomic_ref");
   RegionState* rs = space_->impl_->state_by_id(region_);
-  if (rs == nullptr) fail("dsm: use of an AtomicRef whose region was destroyed");
+  if (rs == nullptr) fail("coherence: use of an AtomicRef whose region was destroyed");
   return *rs;
 }
 
@@ -174,14 +174,14 @@ uint64_t AtomicRef::compare_swap(uint64_t expected, uint64_t desired, Order o) {
 }
 
 uint64_t AtomicRef::load(Order o) {
-  if (o == Order::Release || o == Order::AcqRel) fail("dsm: a load cannot be a release");
+  if (o == Order::Release || o == Order::AcqRel) fail("coherence: a load cannot be a release");
   RegionState& rs = state();
   return space_->impl_->region_atomic_op(rs, block_, offset_, fabric::Opcode::Read, 0, 0, o);
 }
 
 // A CAS loop: the word is touched only by fabric atomics. The first attempt releases.
 void AtomicRef::store(uint64_t v, Order o) {
-  if (o == Order::Acquire || o == Order::AcqRel) fail("dsm: a store cannot be an acquire");
+  if (o == Order::Acquire || o == Order::AcqRel) fail("coherence: a store cannot be an acquire");
   RegionState& rs = state();
   Space::Impl& I = *space_->impl_;
   uint64_t cur = I.region_atomic_op(rs, block_, offset_, fabric::Opcode::Read, 0, 0, o);

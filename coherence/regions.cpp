@@ -24,7 +24,7 @@ std::unique_ptr<RegionState> Space::Impl::make_region_state(region::Region& r) {
   if (tw == MAP_FAILED) {
     int err = errno;
     rt.allocator().free_chunk(rs->mem);
-    throw SystemError("dsm: mmap of the twin area", err);
+    throw SystemError("coherence: mmap of the twin area", err);
   }
   rs->twins = static_cast<uint8_t*>(tw);
   rs->meta = std::unique_ptr<BlockMeta[]>(new BlockMeta[nb]);
@@ -81,7 +81,7 @@ void Space::Impl::install(std::unique_ptr<RegionState> rs) {
   size_t slot = 0;
   while (slot < regions.size() && regions[slot].load() != nullptr) ++slot;
   // The AddressSpace holds at most as many regions as there are slots.
-  if (slot == regions.size()) fail("dsm: no free region slot");
+  if (slot == regions.size()) fail("coherence: no free region slot");
   rs->slot = static_cast<uint32_t>(slot);
   for (size_t b = 0; b < rs->r->blocks(); ++b) rs->meta[b].region_slot = rs->slot;
   regions[slot].store(rs.release(), std::memory_order_release);
@@ -150,7 +150,7 @@ void Space::destroy_region(region::Region& r, const std::source_location& where)
   rt_.collectives().enter("Space::destroy_region", where);
   Impl& I = *impl_;
   RegionState* rs = I.state_of(r);
-  if (rs == nullptr) fail("dsm: destroy_region of a region this Space does not hold");
+  if (rs == nullptr) fail("coherence: destroy_region of a region this Space does not hold");
   I.release();
   rt_.bootstrap().barrier();  // nobody reads our public copies any more
   {

@@ -29,7 +29,7 @@ DirWord Space::Impl::lock_entry(Lane& l, RegionState& rs, BlockMeta& m, bool& un
     if (old == guess) break;
     unchanged = false;
     if (old.atomic())
-      fail("dsm: a plain store to block ", b, " of region ", rs.r->id(), ", which holds atomic words (use Space::atomic_ref)");
+      fail("coherence: a plain store to block ", b, " of region ", rs.r->id(), ", which holds atomic words (use Space::atomic_ref)");
     if (old.exclusive() && !old.locked()) {
       if (may_flush_claims) flush_claims(l);
       request_downgrade(l, old, rs, b);
@@ -41,7 +41,7 @@ DirWord Space::Impl::lock_entry(Lane& l, RegionState& rs, BlockMeta& m, bool& un
     }
     guess = old.without_lock();
   }
-  if (!fixed_home && guess.home() >= n) fail("dsm: directory entry of block ", b, " names home ", guess.home(), " (corrupt)");
+  if (!fixed_home && guess.home() >= n) fail("coherence: directory entry of block ", b, " names home ", guess.home(), " (corrupt)");
   return guess;
 }
 
@@ -102,7 +102,7 @@ void Space::Impl::report_races(RegionState& rs, size_t b, const uint8_t* master)
   constexpr uint64_t kReported = 8;
   const uint64_t k = st_races.fetch_add(1, std::memory_order_relaxed);
   if (k < kReported) log::warn(race_message(rs.r->app_block(b) + c.first, c.bytes));
-  if (k + 1 == kReported) log::warn("dsm: further data races are counted, not reported (Space::stats().races)");
+  if (k + 1 == kReported) log::warn("coherence: further data races are counted, not reported (Space::stats().races)");
 }
 
 // Step 5 (directory policy): a flag and a counter at every other sharer; then only the new
@@ -192,7 +192,7 @@ bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool pro
   bool unchanged = ahead != nullptr && ahead->unchanged;
   const DirWord old = ahead != nullptr ? ahead->old : lock_entry(l, rs, m, unchanged, how != Publication::Downgrade);
   // An exclusive block's entry is its owner's alone: the downgrade's CAS cannot miss.
-  if (how == Publication::Downgrade && !unchanged) fail("dsm: exclusive block ", b, " changed under its owner (corrupt)");
+  if (how == Publication::Downgrade && !unchanged) fail("coherence: exclusive block ", b, " changed under its owner (corrupt)");
   if (!unchanged && how != Publication::Downgrade && only_lease_moved(l, rs, m, old)) unchanged = true;
   const int home = fixed_home ? mgr : old.home();
   uint8_t* master = fixed_home && mgr != rank ? l.bytes(Scratch::kBlock) : rs.pub_local(b);
@@ -200,7 +200,7 @@ bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool pro
   // Step 4: the new version is logically after every lease handed out on the old one (rts >=
   // wts always, so rts + 1 is past the old version too).
   const uint64_t wts_new = std::max(old.rts() + 1, lease_floor(rs, b));
-  if (wts_new > DirWord::kRtsMask - (uint64_t{1} << 21)) fail("dsm: write timestamps of block ", b, " exhausted");
+  if (wts_new > DirWord::kRtsMask - (uint64_t{1} << 21)) fail("coherence: write timestamps of block ", b, " exhausted");
   const DirWord w0_new = next_word0(old, wts_new, how, mgr);
   // A downgrade adds no sharer to invalidate: the entry's other sharers joined to ask for it.
   if (dir_mode && how != Publication::Downgrade) invalidate_sharers(l, rs, b);

@@ -73,15 +73,15 @@ RegionState* Space::Impl::state_by_id(uint32_t id) {
 Space::Space(Runtime& rt, Config cfg, const std::source_location& where) : rt_(rt), cfg_(cfg) {
   rt.collectives().enter("Space::Space", where);
   Space* expected = nullptr;
-  if (!g_current.compare_exchange_strong(expected, this)) fail("dsm: one Space per process at a time");
+  if (!g_current.compare_exchange_strong(expected, this)) fail("coherence: one Space per process at a time");
   try {
     static_assert(notice_wire_bytes(240) <= Scratch::kMaxNoticeBytes);
-    if (cfg.notices > 240) fail("dsm: at most 240 write notices");
+    if (cfg.notices > 240) fail("coherence: at most 240 write notices");
     impl_ = std::make_unique<Impl>(rt, cfg);
     Impl& I = *impl_;
     if (I.dir_mode && I.n > Scratch::kMaxSharerBytes)
-      fail("dsm: the directory policy supports up to ", Scratch::kMaxSharerBytes, " processes");
-    if (I.n > DirWord::kMaxHome + 1) fail("dsm: at most ", DirWord::kMaxHome + 1, " processes");
+      fail("coherence: the directory policy supports up to ", Scratch::kMaxSharerBytes, " processes");
+    if (I.n > DirWord::kMaxHome + 1) fail("coherence: at most ", DirWord::kMaxHome + 1, " processes");
     I.as = std::make_unique<region::AddressSpace>(rt.bootstrap(), cfg.reserve, *this);
     I.create_lanes();
     I.create_sync_memory();
@@ -110,7 +110,7 @@ void Space::Impl::teardown() {
     }
     rt.bootstrap().barrier();
   } catch (const std::exception& e) {
-    log::error("dsm: Space teardown: ", e.what());
+    log::error("coherence: Space teardown: ", e.what());
   }
   unregister_downgrade();
   rt.collectives().unobserve(collectives_observer);
@@ -130,7 +130,7 @@ void Space::Impl::watch_process_barriers() {
       written = dirty.size();
     }
     if (written == 0) return;
-    log::warn("dsm: Runtime::barrier() at ", c.where, ": this process wrote ", written,
+    log::warn("coherence: Runtime::barrier() at ", c.where, ": this process wrote ", written,
               " shared-region block(s) since its last release, and Runtime::barrier() does not publish them: "
               "other processes may read older values after it. Space::barrier() publishes them (docs/user-guide.md, "
               "\"Barriers\")");
@@ -144,7 +144,7 @@ Space::~Space() {
 
 Space& Space::current() {
   Space* s = g_current.load(std::memory_order_acquire);
-  if (s == nullptr) fail("dsm: no Space in this process");
+  if (s == nullptr) fail("coherence: no Space in this process");
   return *s;
 }
 

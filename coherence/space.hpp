@@ -45,8 +45,8 @@ struct Config {
   uint64_t lease = 16;                // logical lease length
   uint32_t sync_objects = 1024;       // locks + atomic words per Space
   Claims claims = Claims::Adaptive;   // exclusive blocks (docs/coherence.md)
-  // LOOM_DSM_POLICY, LOOM_DSM_RESERVE, LOOM_DSM_NOTICES, LOOM_DSM_LEASE, LOOM_DSM_SYNC_OBJECTS,
-  // LOOM_DSM_EXCLUSIVE
+  // LOOM_COHERENCE_POLICY, LOOM_COHERENCE_RESERVE, LOOM_COHERENCE_NOTICES, LOOM_COHERENCE_LEASE, LOOM_COHERENCE_SYNC_OBJECTS,
+  // LOOM_COHERENCE_EXCLUSIVE
   static Config from_env();
 };
 

@@ -280,7 +280,7 @@ struct Space::Impl {
     uint64_t min_wts;
     {
       std::lock_guard<std::mutex> g(notice_mu);
-      if (!notices.merge_wire(bytes, static_cast<uint32_t>(n))) fail("dsm: malformed write notices from ", from...);
+      if (!notices.merge_wire(bytes, static_cast<uint32_t>(n))) fail("coherence: malformed write notices from ", from...);
       min_wts = notices.min_wts();
     }
     acquire_locked(min_wts);

@@ -1,7 +1,7 @@
 // Shared regions: a histogram built by every process with plain loads and stores, under locks,
 // then read by everyone after a barrier; and a per-process linked object read remotely through
 // an explicit accessor.
-// Run: loomrun -n 4 shared_regions        (any policy: LOOM_DSM_POLICY=fixed-dir loomrun ...)
+// Run: loomrun -n 4 shared_regions        (any policy: LOOM_COHERENCE_POLICY=fixed-dir loomrun ...)
 #include <cstdio>
 #include <cstring>
 #include <vector>

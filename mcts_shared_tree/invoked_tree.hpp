@@ -116,22 +116,22 @@ class InvokedSearch final : public Search<G> {
     std::unique_ptr<invoke::Aggregator> agg;
     RolloutCounters rc;
     int gid = 0;  // this worker's global id (the owner named in ids and paths)
-    std::vector<std::unique_ptr<Scratch>> scratch;  // by nesting level (see Level)
+    std::vector<std::unique_ptr<Scratch>> scratch;  // by nesting depth (see StepScratch)
     size_t level = 0;
     bool done = false;  // this search's end reached this worker (its own thread's call)
   };
   // A step's scratch while it runs. Steps nest: outside a call (the root owner's starts), a
   // call that finds its ring full runs this thread's incoming calls until there is room
   // (invoke's Messenger), and those are steps too; each level has its own scratch.
-  class Level {
+  class StepScratch {
    public:
-    explicit Level(Worker& w) : w_(w) {
+    explicit StepScratch(Worker& w) : w_(w) {
       if (w.level == w.scratch.size()) w.scratch.push_back(std::make_unique<Scratch>());
       s_ = w.scratch[w.level++].get();
     }
-    ~Level() { --w_.level; }
-    Level(const Level&) = delete;
-    Level& operator=(const Level&) = delete;
+    ~StepScratch() { --w_.level; }
+    StepScratch(const StepScratch&) = delete;
+    StepScratch& operator=(const StepScratch&) = delete;
     Scratch& operator*() const { return *s_; }
 
    private:
@@ -199,7 +199,7 @@ class InvokedSearch final : public Search<G> {
         }
         ++started, ++in_flight_, worked = true;
         {
-          const Level sc(w);
+          const StepScratch sc(w);
           (*sc).path.clear();
           descend(w, *sc, root_id_, root_state_);
         }
@@ -292,7 +292,7 @@ class InvokedSearch final : public Search<G> {
     Header h;
     State s;
     Worker& w = aggregated();
-    const Level sc(w);
+    const StepScratch sc(w);
     if (unpack_rollout(b, h, s, (*sc).path)) descend(w, *sc, h.node, s);
   }
 
@@ -306,7 +306,7 @@ class InvokedSearch final : public Search<G> {
     Header h;
     State s;
     Worker& w = aggregated();
-    const Level sc(w);
+    const StepScratch sc(w);
     if (unpack_rollout(b, h, s, (*sc).path)) evaluate_and_report(w, *sc, s);
   }
 
@@ -351,7 +351,7 @@ class InvokedSearch final : public Search<G> {
 
   void on_results(std::span<std::byte> b) {
     Worker& w = me();
-    const Level sc(w);
+    const StepScratch sc(w);
     if (invoked::unpack_results(b, wire_check(), (*sc).received)) apply(w, (*sc).received);
   }
 

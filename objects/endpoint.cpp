@@ -198,6 +198,8 @@ void Endpoint::direct_put(uint8_t* dst, const void* in, size_t len) {
   auto* w = reinterpret_cast<uint64_t*>(dst);
   const size_t n = len / 8;
   for (size_t k = 0; k + 1 < n; ++k) std::atomic_ref<uint64_t>(w[k]).store(i[k], std::memory_order_relaxed);
+  // The last word last, releasing the words before it: pairs with a reader's acquire of that
+  // word (a notified flag), as fabric::place does for a WRITE (ordered_copy.hpp).
   std::atomic_ref<uint64_t>(w[n - 1]).store(i[n - 1], std::memory_order_release);
 }
 
@@ -302,6 +304,9 @@ uint64_t Endpoint::atomic_fabric(fabric::Opcode op, GlobalPtr<uint64_t> p, uint3
   l.fabric->post_mem(p.rank(), op, l.scratch, kAtomicWord, 8, p.address(), rkey, a, b);
   ++l.issued;
   complete(l);
+  // The old value the provider placed in the scratch word before the completion that
+  // complete() consumed (the completion queue's acquire orders it); acquire for a thread that
+  // reads the word without having polled.
   return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(l.scratch.bytes() + kAtomicWord)).load(std::memory_order_acquire);
 }
 

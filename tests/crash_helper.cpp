@@ -34,6 +34,7 @@
 #include "loom/dsm/common/backoff.hpp"
 #include "loom/dsm/runtime/runtime.hpp"
 #include "loom/invoke/calls.hpp"
+#include "tests/test_settings_table.hpp"  // the suites' own settings, known to the start-up check
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -116,7 +117,7 @@ int main(int argc, char** argv) {
     for (;;) pause();
     return std::vector<std::byte>{};
   });
-  if (layer == "fetch") setenv("LOOM_DSM_EXCLUSIVE", "always", 1);  // a written block is claimed at its release
+  if (layer == "fetch") setenv("LOOM_COHERENCE_EXCLUSIVE", "always", 1);  // a written block is claimed at its release
   if (layer == "lock" || layer == "dsm-barrier" || layer == "fetch") dsm.emplace(rt);  // collective
   if (layer == "lock") {
     lock.emplace(dsm->make_lock());

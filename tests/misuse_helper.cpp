@@ -22,6 +22,7 @@
 
 #include "loom/coherence/space.hpp"
 #include "loom/invoke/calls.hpp"
+#include "tests/test_settings_table.hpp"  // the suites' own settings, known to the start-up check
 
 using namespace loom;
 using namespace loom::invoke;

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "tests/mp_test.hpp"
+#include "tests/test_settings_table.hpp"  // the suites' own settings, known to the start-up check
 
 namespace {
 class FailFast : public testing::EmptyTestEventListener {

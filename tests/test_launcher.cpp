@@ -549,7 +549,7 @@ TEST_F(Misuse, ABarrierWithFewerThreadsThanStartedIsReported) {
 TEST_F(Misuse, TheProcessBarrierAfterRegionWritesIsAWarningInCheckingMode) {
   auto r = misuse("rt-barrier");
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("[0] loom warning: dsm: Runtime::barrier() at tests/misuse_helper.cpp:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[0] loom warning: coherence: Runtime::barrier() at tests/misuse_helper.cpp:"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("does not publish them"), std::string::npos) << r.output;
 }
 
@@ -557,11 +557,11 @@ TEST_F(Misuse, TheProcessBarrierAfterRegionWritesIsAWarningInCheckingMode) {
 // the nearest setting (it used to be ignored in silence), and an invalid value of a setting
 // this run would not read is an error (LOOM_HUGE_PAGES is read only where hugetlbfs is mounted).
 TEST_F(Misuse, AMistypedSettingIsAWarningNamingTheNearest) {
-  auto r = misuse("rt-barrier", "LOOM_CHECK=on LOOM_DSM_POLCY=fixed-dir");
+  auto r = misuse("rt-barrier", "LOOM_CHECK=on LOOM_COHERENCE_POLCY=fixed-dir");
   EXPECT_EQ(r.status, 0) << r.output;
-  const std::string warning = "[0] loom warning: LOOM_DSM_POLCY is not a setting of this program; the nearest is LOOM_DSM_POLICY";
+  const std::string warning = "[0] loom warning: LOOM_COHERENCE_POLCY is not a setting of this program; the nearest is LOOM_COHERENCE_POLICY";
   EXPECT_NE(r.output.find(warning), std::string::npos) << r.output;
-  EXPECT_EQ(r.output.find("[1] loom warning: LOOM_DSM_POLCY"), std::string::npos) << "rank 0 alone warns: " << r.output;
+  EXPECT_EQ(r.output.find("[1] loom warning: LOOM_COHERENCE_POLCY"), std::string::npos) << "rank 0 alone warns: " << r.output;
 }
 
 TEST_F(Misuse, AnInvalidValueOfAnyDeclaredSettingStopsTheJob) {

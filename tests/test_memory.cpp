@@ -251,7 +251,7 @@ TEST_F(WithRuntime, LinearCircularUntaggedUnitsFreeAndLateTagsHold) {
 
 // A ring that may not grow comes round to the unit it is cutting from: once that unit's tags
 // complete it is reused (before, it stayed busy for ever and a one-way service call that may not
-// allocate waited for good: the checker under LOOM_DSM_EXCLUSIVE=always hung).
+// allocate waited for good: the checker under LOOM_COHERENCE_EXCLUSIVE=always hung).
 TEST_F(WithRuntime, LinearCircularRingOfOneUnitReusesItWithoutGrowing) {
   ManualFlush f;
   LinearCircularAllocator lc(rt_->allocator(), 1024, 1, 4);

@@ -135,7 +135,7 @@ class OmpTeam : public ::testing::Test {
     space_.reset();
   }
   static std::string policy() {
-    const char* p = std::getenv("LOOM_DSM_POLICY");
+    const char* p = std::getenv("LOOM_COHERENCE_POLICY");
     return p != nullptr ? p : "floating-ts";
   }
   // Rank 0's master runs `body` with the team; the others serve until it ends.

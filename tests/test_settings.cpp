@@ -178,11 +178,11 @@ TEST(SettingsCheck, EveryTableThisProgramIncludesIsRegistered) {
 }
 
 TEST(SettingsCheck, AMistypedNameIsAWarningNamingTheNearest) {
-  const auto w = loom::settings::check_environment({{"LOOM_DSM_POLCY", "fixed-dir"}, {"LOOM_HUGEPAGES", "0"}},
+  const auto w = loom::settings::check_environment({{"LOOM_COHERENCE_POLCY", "fixed-dir"}, {"LOOM_HUGEPAGES", "0"}},
                                                    loom::settings::registered_tables());
   ASSERT_EQ(w.size(), 2u);
-  EXPECT_NE(w[0].find("LOOM_DSM_POLCY is not a setting"), std::string::npos) << w[0];
-  EXPECT_NE(w[0].find("nearest is LOOM_DSM_POLICY"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("LOOM_COHERENCE_POLCY is not a setting"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("nearest is LOOM_COHERENCE_POLICY"), std::string::npos) << w[0];
   EXPECT_NE(w[1].find("nearest is LOOM_HUGE_PAGES"), std::string::npos) << w[1];
 }
 
@@ -208,4 +208,19 @@ TEST(SettingsCheck, TheNearestNameIsByEditDistance) {
   EXPECT_EQ(loom::settings::nearest_name("LOOM_SIZ", tables), "LOOM_SIZE");
   EXPECT_EQ(loom::settings::nearest_name("LOOM_OMP_HEAPBLOCK", tables), "LOOM_OMP_HEAP_BLOCK");
   EXPECT_EQ(loom::settings::nearest_name("LOOM_X", {}), "");
+}
+
+TEST(SettingsCheck, AFormerNameIsRefusedNamingTheNewOne) {
+  try {
+    loom::settings::check_environment({{"LOOM_DSM_POLICY", "fixed-dir"}}, loom::settings::registered_tables(),
+                                      loom::settings::registered_renamed());
+    ADD_FAILURE() << "LOOM_DSM_POLICY was accepted";
+  } catch (const loom::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("LOOM_DSM_POLICY was renamed LOOM_COHERENCE_POLICY"), std::string::npos) << e.what();
+  }
+  for (const auto& r : loom::settings::registered_renamed()) {
+    bool declared = false;
+    for (const Setting* s : all_settings()) declared = declared || std::string(s->name) == r.new_name;
+    EXPECT_TRUE(declared) << r.old_name << " names " << r.new_name << ", which no table declares";
+  }
 }

@@ -12,7 +12,7 @@ struct RunArgs {
   const Kernel* kernel = nullptr;
   char cls = 0;
   int threads = 1;
-  std::string policy;  // empty: LOOM_DSM_POLICY or the default
+  std::string policy;  // empty: LOOM_COHERENCE_POLICY or the default
 };
 
 // Throws std::invalid_argument with the usage on anything it does not understand.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <mutex>
 
+#include "loom/dsm/common/error.hpp"
+
 namespace loom::settings {
 
 namespace {
@@ -10,6 +12,7 @@ namespace {
 struct Registry {
   std::mutex mu;
   std::vector<Table> tables;
+  std::vector<Renamed> renamed;
 };
 
 Registry& registry() {
@@ -55,6 +58,21 @@ std::vector<Table> registered_tables() {
   return r.tables;
 }
 
+bool register_renamed(std::span<const Renamed> names) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (const Renamed& n : names)
+    if (std::none_of(r.renamed.begin(), r.renamed.end(), [&](const Renamed& m) { return std::string_view(m.old_name) == n.old_name; }))
+      r.renamed.push_back(n);
+  return true;
+}
+
+std::vector<Renamed> registered_renamed() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  return r.renamed;
+}
+
 bool script_variable(std::string_view name) { return name.starts_with("LOOM_VM_") || name == "LOOM_TEST_CONFIGS"; }
 
 std::string nearest_name(std::string_view name, const std::vector<Table>& tables) {
@@ -67,9 +85,11 @@ std::string nearest_name(std::string_view name, const std::vector<Table>& tables
 }
 
 std::vector<std::string> check_environment(const std::vector<std::pair<std::string, std::string>>& env,
-                                           const std::vector<Table>& tables) {
+                                           const std::vector<Table>& tables, const std::vector<Renamed>& renamed) {
   std::vector<std::string> warnings;
   for (const auto& [name, value] : env) {
+    for (const Renamed& r : renamed)
+      if (name == r.old_name) fail(name, " was renamed ", r.new_name, ": set that instead (docs/environment.md)");
     if (const Setting* s = declared(name, tables)) {
       if (!value.empty()) validate(*s, value);  // an empty value counts as unset (raw())
     } else if (!script_variable(name)) {

@@ -5,6 +5,7 @@
 // mistyped setting would otherwise be ignored in silence). Each layer's settings header
 // registers its table when it is included (`kRegistered` beside each `kTable`), so the check
 // knows the settings of the layers linked into the program and no others.
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,6 +19,14 @@ namespace loom::settings {
 bool register_table(const Table& t);
 std::vector<Table> registered_tables();
 
+// A setting's former name: refused, with an error that names the new one.
+struct Renamed {
+  const char* old_name;
+  const char* new_name;
+};
+bool register_renamed(std::span<const Renamed> names);
+std::vector<Renamed> registered_renamed();
+
 // Names that Loom's scripts read and its programs do not (the VM harness's LOOM_VM_*,
 // scripts/test.sh's LOOM_TEST_CONFIGS): they pass through a program's environment unwarned.
 bool script_variable(std::string_view name);
@@ -27,9 +36,10 @@ bool script_variable(std::string_view name);
 std::string nearest_name(std::string_view name, const std::vector<Table>& tables);
 
 // Checks each variable of `env` against `tables`: throws Error (naming the variable and what
-// it accepts) for the first declared setting whose value is refused; returns one warning for
-// each name that is neither declared nor a script's.
+// it accepts) for the first declared setting whose value is refused, and for a former name of a
+// setting (naming the new one); returns one warning for each name that is neither declared nor
+// a script's.
 std::vector<std::string> check_environment(const std::vector<std::pair<std::string, std::string>>& env,
-                                           const std::vector<Table>& tables);
+                                           const std::vector<Table>& tables, const std::vector<Renamed>& renamed = {});
 
 }  // namespace loom::settings

@@ -111,7 +111,7 @@ AddressSpace::AddressSpace(runtime::Bootstrap& boot, size_t reserve, FaultSink& 
   if (reserve_ == nullptr) {
     detach_space();
     fail("region: could not reserve ", reserve, " bytes of address space at one address in every process "
-         "(set LOOM_DSM_RESERVE lower)");
+         "(set LOOM_COHERENCE_RESERVE lower)");
   }
 }
 
@@ -140,7 +140,7 @@ Region& AddressSpace::create(const RegionOptions& opt) {
   auto off = space_.allocate(mapped);
   if (!off)
     fail("region: ", size, " bytes do not fit the reserve of ", reserve_size_, " bytes (", space_.free_bytes(),
-         " free, largest ", space_.largest_free(), "); raise LOOM_DSM_RESERVE");
+         " free, largest ", space_.largest_free(), "); raise LOOM_COHERENCE_RESERVE");
   try {
     return install(reserve_ + *off, size, opt.block_size, local, false);
   } catch (...) {
@@ -193,6 +193,8 @@ void AddressSpace::destroy(Region& r) {
 
 Region* AddressSpace::find(const void* p) const {
   for (const auto& s : slots_) {
+    // Pairs with the release that published the region (create: its views mapped and fields
+    // set first); the fault handler finds regions here without the lock.
     Region* r = s.load(std::memory_order_acquire);
     if (r != nullptr && r->contains(p)) return r;
   }
@@ -235,7 +237,7 @@ Region& AddressSpace::install(uint8_t* base, size_t size, size_t block, size_t l
   void* app = mmap(base, size, PROT_READ, MAP_SHARED | MAP_FIXED, r->fd_, 0);
   if (app == MAP_FAILED) throw SystemError("region: mmap of the application view", errno);
   Region& ref = *r;
-  slots_[slot].store(r.release(), std::memory_order_release);
+  slots_[slot].store(r.release(), std::memory_order_release);  // pairs with find()'s acquire
   return ref;
 }
 

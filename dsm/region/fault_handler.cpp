@@ -43,6 +43,7 @@ Access access_of(void* ctx) {
 
 void on_segv(int sig, siginfo_t* info, void* ctx) {
   int saved = errno;
+  // Pairs with attach_space's CAS of g_space (the address space is built before a fault finds it).
   AddressSpace* space = g_space.load(std::memory_order_acquire);
   void* addr = info->si_addr;
   Region* r = space ? space->find(addr) : nullptr;

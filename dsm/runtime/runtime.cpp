@@ -95,7 +95,7 @@ Runtime::Runtime(int& argc, char**& argv) {
   try {
     settings::get_choice(settings::dsm::kLog);  // refused here: the logger cannot throw
     wait::read_stall_report_setting();           // here: stall watches run in fault handlers
-    const auto unknown = settings::check_environment(settings::loom_environment(), settings::registered_tables());
+    const auto unknown = settings::check_environment(settings::loom_environment(), settings::registered_tables(), settings::registered_renamed());
     boot_ = runtime::make_bootstrap();
     if (boot_->rank() == 0)
       for (const std::string& w : unknown) log::warn(w);

@@ -13,6 +13,8 @@ bool cq_push(CqHeader* h, CqSlot* slots, uint32_t capacity, const Completion& c,
   for (;;) {
     uint64_t pos = t >> 1;
     CqSlot& s = slots[pos & mask];
+    // Pairs with the consumer's release of the slot in ShmCq::poll (seq = pos + capacity after
+    // it copied the completion out): the slot's last entry is read before it is overwritten.
     uint64_t seq = s.seq.load(std::memory_order_acquire);
     int64_t diff = static_cast<int64_t>(seq) - static_cast<int64_t>(pos);
     if (diff == 0) {
@@ -20,6 +22,7 @@ bool cq_push(CqHeader* h, CqSlot* slots, uint32_t capacity, const Completion& c,
         s.completion = c;
         s.retire_qp = retire_qp;
         s.retire_seq = retire_seq;
+        // Publishes the entry: pairs with the consumer's acquire of seq in ShmCq::poll.
         s.seq.store(pos + 1, std::memory_order_release);
         if ((t & 1u) == 0) wait::futex_wake_all(wait::low_word(&h->tail));
         return true;
@@ -28,6 +31,7 @@ bool cq_push(CqHeader* h, CqSlot* slots, uint32_t capacity, const Completion& c,
       // The slot still holds an entry from a lap ago. Either the ring is full, or a consumer
       // has claimed that entry and not yet released the slot (it may be preempted in
       // between): count before concluding, and wait for the release in the second case.
+      // Pairs with the consumer's claim of the head (acq_rel CAS in ShmCq::poll).
       if (pos - h->head.load(std::memory_order_acquire) >= capacity) return false;
       wait::cpu_relax();
       std::this_thread::yield();

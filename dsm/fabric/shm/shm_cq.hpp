@@ -38,6 +38,7 @@ class ShmCq : public CompletionQueue {
     while (static_cast<size_t>(n) < out.size()) {
       uint64_t h = h_->head.load(std::memory_order_relaxed);
       CqSlot& s = slots_[h & (cap_ - 1)];
+      // Pairs with cq_push's release of seq = pos + 1 after it wrote the entry (shm_cq.cpp).
       uint64_t seq = s.seq.load(std::memory_order_acquire);
       int64_t diff = static_cast<int64_t>(seq) - static_cast<int64_t>(h + 1);
       if (diff < 0) break;
@@ -46,6 +47,7 @@ class ShmCq : public CompletionQueue {
       out[n] = s.completion;
       uint32_t rq = s.retire_qp;
       uint64_t rs = s.retire_seq;
+      // Hands the slot to the next lap: pairs with cq_push's acquire of seq.
       s.seq.store(h + cap_, std::memory_order_release);
       if (rq != 0) retire(rq, rs);
       ++n;

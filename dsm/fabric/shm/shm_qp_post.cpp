@@ -59,6 +59,8 @@ template <bool kSingle>
 // The registration behind `key` as last viewed, if its generation still stands: fields of one
 // generation never change, so one load revalidates the whole view.
 [[gnu::always_inline]] inline bool ShmQp::stands(const KeyView& v, uint32_t key) {
+  // Pairs with the registration's release of its generation (KeyTable: the fields are written
+  // before it, and a deregistration's store of 0 retires them).
   return v.key == key && key != 0 && v.entry->generation.load(std::memory_order_acquire) == key_generation(key);
 }
 
@@ -206,14 +208,16 @@ template <bool kSingle>
   // Reserve a send-queue entry: refused at the depth, as ibv_post_send refuses with ENOMEM.
   uint64_t p = posted_.load(std::memory_order_relaxed);
   if (kSingle) {
-    // One poster: nobody else moves `posted_`, so a plain store reserves the entry.
+    // One poster: nobody else moves `posted_`, so a plain store reserves the entry. The load of
+    // `retired_` pairs with ShmQp::retire's acq_rel CAS (the completer's poll): an entry counted
+    // retired has been read out of the send queue before it is reused.
     if (p - retired_.load(std::memory_order_acquire) >= caps_.max_send_wr) return false;
     posted_.store(p + 1, std::memory_order_relaxed);
   } else {
     do {
       // `p` may be older than `retired` (other threads posted and were retired since we read
       // it): then the queue is not full, and the CAS below fails and refreshes `p`.
-      uint64_t r = retired_.load(std::memory_order_acquire);
+      uint64_t r = retired_.load(std::memory_order_acquire);  // pairs with ShmQp::retire, as above
       if (p > r && p - r >= caps_.max_send_wr) return false;
     } while (!posted_.compare_exchange_weak(p, p + 1, std::memory_order_acq_rel, std::memory_order_relaxed));
   }
@@ -228,6 +232,7 @@ template <bool kSingle>
   KeyViews kv = views<kSingle>();
   // Inline data is copied straight from the caller's buffer: the WRITE is carried out before
   // the post returns, which is all "captured at post time" asks, and no local key is checked.
+  // The state's acquire pairs with the release that moved the QP to Error (shm_qp.cpp, shm_qp_wire.cpp).
   if (len == 0 || state_.load(std::memory_order_acquire) != QpState::Ready || wire_ != nullptr ||
       !(inline_data ? len <= caps_.max_inline : cached(*kv.local, lkey, addr, len, 0)) ||
       !cached(*kv.remote, rkey, remote_addr, len, kRemoteWrite)) [[unlikely]] {

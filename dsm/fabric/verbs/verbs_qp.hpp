@@ -82,7 +82,7 @@ class VerbsQp : public QueuePair {
     peer_ep_ = b;
     std::lock_guard<std::mutex> g(mu_);
     to_rtr_rts();
-    connected_.store(true, std::memory_order_release);
+    connected_.store(true, std::memory_order_release);  // pairs with the posters' acquire: the QP is in RTS
     error_.store(false);
   }
 
@@ -129,6 +129,7 @@ class VerbsQp : public QueuePair {
     // of a later request is polled. The lock makes our order the NIC's order (ibv_post_send
     // takes the provider's own lock anyway).
     std::lock_guard<std::mutex> g(send_mu_);
+    // Pairs with the completer's release of `retired_` below (on_send_completion).
     if (posted_ - retired_.load(std::memory_order_acquire) >= caps_.max_send_wr) return PostResult::QueueFull;
     ibv_send_wr* bad = nullptr;
     int rc = ibv_post_send(qp_, &w, &bad);
@@ -147,6 +148,8 @@ class VerbsQp : public QueuePair {
   // before it) is done. In the error state every request completes, signaled or not.
   void on_send_completion(bool error) {
     std::lock_guard<std::mutex> g(send_mu_);
+    // The releases of `retired_` pair with post_send's acquire: a poster sees the entries
+    // free only after the device is done with them.
     if (error || error_.load()) {
       retired_.store(posted_, std::memory_order_release);
       signaled_.clear();
@@ -168,6 +171,7 @@ class VerbsQp : public QueuePair {
     w.sg_list = &sge;
     w.num_sge = 1;
     std::lock_guard<std::mutex> g(recv_mu_);
+    // Pairs with on_recv_completion's acq_rel increment (the completer consumed that receive).
     if (recv_posted_ - recv_consumed_.load(std::memory_order_acquire) >= caps_.max_recv_wr) return PostResult::QueueFull;
     ibv_recv_wr* bad = nullptr;
     int rc = ibv_post_recv(qp_, &w, &bad);
