@@ -71,9 +71,11 @@ struct Chunk {
   uint64_t provider_handle = 0;
 };
 
+// A registration: `size` bytes from `addr` under its keys (the registered memory the allocators
+// hand out, memory::RDMAMemory, names its bytes the same way).
 struct MemoryRegion {
   void* addr = nullptr;
-  size_t length = 0;
+  size_t size = 0;
   uint32_t lkey = 0;
   uint32_t rkey = 0;
   uint32_t access = 0;

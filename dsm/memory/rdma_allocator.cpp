@@ -90,7 +90,7 @@ std::optional<fabric::MemoryRegion> RDMAAllocator::registration_of(const void* a
     if (a >= base && a - base <= s->chunk.size && len <= s->chunk.size - (a - base)) {
       fabric::MemoryRegion mr = s->mr;
       mr.addr = s->chunk.addr;
-      mr.length = s->chunk.size;
+      mr.size = s->chunk.size;
       return mr;
     }
   }

@@ -33,7 +33,7 @@ RemoteMemoryLocator local_registration(Runtime& rt, uint64_t addr, uint64_t len)
   if (len == 0) fail("registered memory lookup of 0 bytes at 0x", std::hex, addr);
   for (int z = 0; z < rt.numa_zones(); ++z) {
     auto mr = rt.allocator(z).registration_of(reinterpret_cast<const void*>(addr), len);
-    if (mr) return RemoteMemoryLocator{rt.rank(), z, reinterpret_cast<uint64_t>(mr->addr), mr->length, mr->rkey};
+    if (mr) return RemoteMemoryLocator{rt.rank(), z, reinterpret_cast<uint64_t>(mr->addr), mr->size, mr->rkey};
   }
   fail("rank ", rt.rank(), ": [0x", std::hex, addr, ", +0x", len, ") is not in registered memory");
 }

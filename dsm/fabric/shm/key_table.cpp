@@ -29,7 +29,7 @@ MemoryRegion ShmProvider::register_memory(void* addr, size_t len, uint32_t acces
   e.generation.store(gen, std::memory_order_release);
   MemoryRegion mr;
   mr.addr = addr;
-  mr.length = len;
+  mr.size = len;
   mr.lkey = mr.rkey = make_key(idx, gen);
   mr.access = access;
   return mr;
