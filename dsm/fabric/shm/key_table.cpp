@@ -26,6 +26,8 @@ MemoryRegion ShmProvider::register_memory(void* addr, size_t len, uint32_t acces
   e.seg_offset.store(a - it->first, std::memory_order_relaxed);
   e.base.store(a, std::memory_order_relaxed);
   e.length.store(len, std::memory_order_relaxed);
+  // Publishes the fields above: pairs with the generation's acquire in a reader's seqlock
+  // (KeyCache lookup below, any process) and in ShmQp::stands.
   e.generation.store(gen, std::memory_order_release);
   MemoryRegion mr;
   mr.addr = addr;
@@ -41,7 +43,7 @@ void ShmProvider::deregister(const MemoryRegion& mr) {
   if (idx == 0 || idx >= kKeyCapacity) fail("shm: deregister of an invalid key ", mr.lkey);
   KeyEntry& e = keys_.as<KeyTable>()->entries[idx];
   if (e.generation.load() != key_generation(mr.lkey)) fail("shm: deregister of key ", mr.lkey, " that is not registered");
-  e.generation.store(0, std::memory_order_release);
+  e.generation.store(0, std::memory_order_release);  // retires the key: pairs with the readers' acquire, as above
   free_key_indices_.push_back(idx);
 }
 
@@ -96,7 +98,8 @@ bool ShmQp::view_key(const KeyTable* t, int rank, uint32_t key, KeyView& v) {
   if (t == nullptr || idx == 0 || idx >= kKeyCapacity) return false;
   const KeyEntry& e = t->entries[idx];
   // A seqlock read: generation, fields, generation again. Acquire loads keep the second read
-  // of the generation after the fields (free on x86, where every load is an acquire).
+  // of the generation after the fields (free on x86, where every load is an acquire); the first
+  // pairs with register_memory's release of the generation after the fields.
   uint32_t gen = e.generation.load(std::memory_order_acquire);
   uint64_t base = e.base.load(std::memory_order_acquire);
   uint64_t length = e.length.load(std::memory_order_acquire);
