@@ -524,7 +524,11 @@ TEST_F(Misuse, AnExtraSpaceBarrierIsNamedAtOnceWithoutCheckingMode) {
   EXPECT_NE(r.status, 124) << "timed out: " << r.output;
   EXPECT_NE(r.output.find("the processes' collective calls differ"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("collective call #3, Space::barrier"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("collective call #3, Space::~Space"), std::string::npos) << r.output;
+  // Whichever rank's wait sleeps first reports: rank 1 names rank 0's barrier and its own
+  // teardown; rank 0 names its barrier and a call it never made (it knows kinds by what it made).
+  const bool named = r.output.find("collective call #3, Space::~Space") != std::string::npos ||
+                     r.output.find("collective call #3, a collective this process never made") != std::string::npos;
+  EXPECT_TRUE(named) << r.output;
   EXPECT_LT(r.seconds, 20.0) << r.output;
 }
 
