@@ -9,7 +9,7 @@
 
 namespace loom::coherence {
 
-// fence_mu held.
+// fence.mu held.
 void Space::Impl::acquire_locked(uint64_t incoming_min_wts) {
   std::optional<LaneGuard> lane;
   apply_notices(lane);
@@ -22,16 +22,16 @@ void Space::Impl::acquire_locked(uint64_t incoming_min_wts) {
 void Space::Impl::apply_notices(std::optional<LaneGuard>& lane) {
   std::vector<Notice> fresh, chunks;
   {
-    std::lock_guard<std::mutex> g(notice_mu);
+    std::lock_guard<std::mutex> g(notices.mu);
     // Only the entries changed since the last acquire applied them: an entry applied before
     // left known_wts (or chunk_known) at its wts or above, and those only grow (every region is
     // installed everywhere before anyone writes to it, so no notice waited for its region).
-    const uint64_t since = notices_applied;
-    notices_applied = notices.changes();
-    if (since == notices_applied) return;
-    for (const Notice& e : notices.entries()) {
+    const uint64_t since = notices.applied;
+    notices.applied = notices.buffer.changes();
+    if (since == notices.applied) return;
+    for (const Notice& e : notices.buffer.entries()) {
       if (e.seq <= since) continue;
-      st_notices.fetch_add(1, std::memory_order_relaxed);
+      stats.notices.fetch_add(1, std::memory_order_relaxed);
       RegionState* rs = state_by_id(static_cast<uint32_t>(e.key >> 32));
       if (rs == nullptr) continue;  // a region destroyed since
       size_t b = e.key & 0xffffffffu;
@@ -82,8 +82,8 @@ void Space::Impl::apply_chunk_notices(std::optional<LaneGuard>& lane, const std:
     // with a lease past it.
     std::atomic<uint64_t>& known = rs->chunk_known[first / kChunkBlocks];
     if (e.wts <= known.load(std::memory_order_relaxed)) continue;
-    known.store(e.wts, std::memory_order_seq_cst);  // before the states are looked at (as acq_ts)
-    const uint64_t bound = std::max(e.wts, acq_ts);
+    known.store(e.wts, std::memory_order_seq_cst);  // before the states are looked at (as fence.acq_ts)
+    const uint64_t bound = std::max(e.wts, fence.acq_ts);
     for (size_t b = first; b < end; ++b) {
       BlockMeta& m = rs->meta[b];
       if (m.state == State::Invalid || m.state == State::Exclusive || m.state == State::Atomic) continue;
@@ -114,10 +114,10 @@ bool Space::Impl::expire_closed(RegionState& rs, BlockMeta& m) {
 // Dirty ones are released now; closed clean ones expire (expire_closed), open ones are
 // revalidated in bulk (revalidate.cpp).
 void Space::Impl::apply_lease_bound(std::optional<LaneGuard>& lane, uint64_t incoming_min_wts) {
-  if (incoming_min_wts <= acq_ts) return;
+  if (incoming_min_wts <= fence.acq_ts) return;
   // Before the states are looked at: a fetch installing a copy meanwhile sees the new floor
   // (read_path.cpp, floor_after_install) or is seen here.
-  std::atomic_ref<uint64_t>(acq_ts).store(incoming_min_wts, std::memory_order_seq_cst);
+  std::atomic_ref<uint64_t>(fence.acq_ts).store(incoming_min_wts, std::memory_order_seq_cst);
   std::vector<Suspect> suspects;
   for (auto& a : regions) {
     RegionState* rs = a.load(std::memory_order_acquire);
@@ -126,7 +126,7 @@ void Space::Impl::apply_lease_bound(std::optional<LaneGuard>& lane, uint64_t inc
       BlockMeta& m = rs->meta[b];
       if (m.state == State::Invalid || m.state == State::Exclusive || m.state == State::Atomic) continue;
       std::lock_guard<std::mutex> g(m.mu);
-      if ((m.state != State::Clean && m.state != State::Dirty) || m.rts >= acq_ts) continue;
+      if ((m.state != State::Clean && m.state != State::Dirty) || m.rts >= fence.acq_ts) continue;
       if (m.state == State::Dirty) drop(lane, *rs, m);
       else if (!expire_closed(*rs, m)) suspects.push_back(Suspect{rs, &m, lease_floor(*rs, b)});
     }
@@ -164,17 +164,17 @@ void Space::Impl::apply_invalidation_flags(std::optional<LaneGuard>& lane) {
 }
 
 size_t Space::Impl::serialize_notices(uint8_t* out) {
-  std::lock_guard<std::mutex> g(notice_mu);
-  return notices.serialize(out);
+  std::lock_guard<std::mutex> g(notices.mu);
+  return notices.buffer.serialize(out);
 }
 
 // What round k's partner of the barrier lacks: the entries changed since the last barrier sent
 // it ours (it merged those: a barrier's rounds complete in order at both ends).
 size_t Space::Impl::serialize_notices_for_round(int k, uint8_t* out) {
-  std::lock_guard<std::mutex> g(notice_mu);
-  uint64_t& sent = notices_sent[static_cast<size_t>(k)];
-  const size_t len = notices.serialize_since(sent, out);
-  sent = notices.changes();
+  std::lock_guard<std::mutex> g(notices.mu);
+  uint64_t& sent = notices.sent[static_cast<size_t>(k)];
+  const size_t len = notices.buffer.serialize_since(sent, out);
+  sent = notices.buffer.changes();
   return len;
 }
 

@@ -24,10 +24,10 @@ uint64_t lock_word_notices(Lane& l, int rank, int home, uint64_t base, uint32_t 
 AtomicWord Space::make_atomic(uint64_t initial, const std::source_location& where) {
   rt_.collectives().enter("Space::make_atomic", where);
   Impl& I = *impl_;
-  if (I.next_sync >= cfg_.sync_objects) fail("coherence: more than ", cfg_.sync_objects, " locks and atomic words (LOOM_COHERENCE_SYNC_OBJECTS)");
+  if (I.sync.next_slot >= cfg_.sync_objects) fail("coherence: more than ", cfg_.sync_objects, " locks and atomic words (LOOM_COHERENCE_SYNC_OBJECTS)");
   AtomicWord a;
-  a.bind(this, I.next_sync++, I.n);
-  if (a.home_ == I.rank) std::memcpy(I.slot_local(a.slot_) + kValue, &initial, 8);
+  a.bind(this, I.sync.next_slot++, I.n);
+  if (a.home_ == I.rank) std::memcpy(I.sync.slot_local(a.slot_) + kValue, &initial, 8);
   rt_.bootstrap().barrier();
   return a;
 }
@@ -43,8 +43,8 @@ void Space::Impl::merge_notices_into_word(Lane& l, int home, uint64_t base, uint
   NoticeBuffer merged(cfg.notices);
   if (!merged.merge_wire(std::span<const uint8_t>(l.bytes(Scratch::kNoticesIn), cap), static_cast<uint32_t>(n))) merged.clear();
   {
-    std::lock_guard<std::mutex> ng(notice_mu);
-    merged.merge(notices);
+    std::lock_guard<std::mutex> ng(notices.mu);
+    merged.merge(notices.buffer);
   }
   size_t len = merged.serialize(l.bytes(Scratch::kNoticesOut));
   l.post(home, fabric::Opcode::Write, Scratch::kNoticesOut, static_cast<uint32_t>(len), base + kNotices, rkey);
@@ -54,12 +54,12 @@ void Space::Impl::merge_notices_into_word(Lane& l, int home, uint64_t base, uint
 
 // op is FetchAdd or CompareSwap, or Read for a load (a FETCH_ADD of 0).
 uint64_t Space::Impl::atomic_op(int home, uint32_t slot, fabric::Opcode op, uint64_t a, uint64_t b, Order o) {
-  const uint64_t base = slot_addr(home, slot);
-  const uint32_t rkey = sync_rkey(home);
+  const uint64_t base = sync.slot_addr(home, slot);
+  const uint32_t rkey = sync.rkey(home);
   const bool rel = o == Order::Release || o == Order::AcqRel;
   const bool acq = o == Order::Acquire || o == Order::AcqRel;
   region::InRuntime ir;
-  std::lock_guard<std::mutex> g(fence_mu);
+  std::lock_guard<std::mutex> g(fence.mu);
   if (rel) release_locked();
   LaneGuard lane(lanes);
   if (rel) merge_notices_into_word(*lane, home, base, rkey);

@@ -17,14 +17,14 @@ namespace loom::coherence {
 void Space::Impl::exchange_notices(Lane& l, int k, int parity, uint64_t epoch, const runtime::CollectiveCall& call) {
   const int to = (rank + (1 << k)) % n;
   const int from = ((rank - (1 << k)) % n + n) % n;
-  const size_t flag_off = sl.mbox_bytes - 8;
+  const size_t flag_off = sync.layout.mbox_bytes - 8;
   size_t len = serialize_notices_for_round(k, l.bytes(Scratch::kNoticesOut));
-  l.post(to, fabric::Opcode::Write, Scratch::kNoticesOut, static_cast<uint32_t>(len), mbox_addr(to, k, parity), sync_rkey(to));
+  l.post(to, fabric::Opcode::Write, Scratch::kNoticesOut, static_cast<uint32_t>(len), sync.mbox_addr(to, k, parity), sync.rkey(to));
   l.set_word(Scratch::kTicket, runtime::Collectives::ticket_of(call));
   l.set_word(Scratch::kEpoch, epoch);
-  l.post(to, fabric::Opcode::Write, Scratch::kTicket, 16, mbox_addr(to, k, parity) + flag_off - 8, sync_rkey(to));
+  l.post(to, fabric::Opcode::Write, Scratch::kTicket, 16, sync.mbox_addr(to, k, parity) + flag_off - 8, sync.rkey(to));
   l.wait();
-  uint8_t* box = mbox_local(k, parity);
+  uint8_t* box = sync.mbox_local(k, parity);
   // Pairs with the partner's flag WRITE, which its queue pair placed after the notices.
   std::atomic_ref<uint64_t> flag(*reinterpret_cast<uint64_t*>(box + flag_off));
   wait::Backoff b(kHandoffYields);
@@ -41,32 +41,32 @@ void Space::Impl::exchange_notices(Lane& l, int k, int parity, uint64_t epoch, c
     });
   }
   rt.collectives().check_ticket(call, rank, from, std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(box + flag_off - 8)).load(std::memory_order_relaxed));
-  std::lock_guard<std::mutex> ng(notice_mu);
-  if (!notices.merge_wire(std::span<const uint8_t>(box, flag_off), static_cast<uint32_t>(n)))
+  std::lock_guard<std::mutex> ng(notices.mu);
+  if (!notices.buffer.merge_wire(std::span<const uint8_t>(box, flag_off), static_cast<uint32_t>(n)))
     fail("coherence: barrier: malformed write notices from rank ", from);
 }
 
 // The processes' part, run by the last thread of this process to arrive.
 void Space::Impl::global_barrier(const runtime::CollectiveCall& call) {
   region::InRuntime ir;
-  std::lock_guard<std::mutex> g(fence_mu);
+  std::lock_guard<std::mutex> g(fence.mu);
   release_locked();
-  const uint64_t epoch = ++barrier_epoch;
+  const uint64_t epoch = ++barrier.epoch;
   const int parity = static_cast<int>(epoch & 1);
   LaneGuard lane(lanes);
-  for (int k = 0; k < sl.rounds; ++k) exchange_notices(*lane, k, parity, epoch, call);
-  acquire_locked(notices.min_wts());
+  for (int k = 0; k < sync.layout.rounds; ++k) exchange_notices(*lane, k, parity, epoch, call);
+  acquire_locked(notices.buffer.min_wts());
 }
 
-// Waits for the process's other threads' arrival (bar_mu held), saying so when it lasts: a
+// Waits for the process's other threads' arrival (barrier.mu held), saying so when it lasts: a
 // program with fewer threads than loomrun --threads started would wait forever.
 void Space::Impl::wait_for_threads(std::unique_lock<std::mutex>& lk, uint64_t gen, int threads) {
   const auto report = wait::stall_report_after();
   auto next = std::chrono::steady_clock::now() + report;
   if (report.count() == 0) next += std::chrono::hours(24 * 365);
-  while (!bar_cv.wait_until(lk, next,
-                            [&] { return bar_gen != gen; })) {
-    log::warn("coherence: Space::barrier waits for this process's other worker threads: ", bar_arrived, " of ", threads,
+  while (!barrier.cv.wait_until(lk, next,
+                            [&] { return barrier.gen != gen; })) {
+    log::warn("coherence: Space::barrier waits for this process's other worker threads: ", barrier.arrived, " of ", threads,
               " arrived (every worker thread, loomrun --threads ", threads, ", calls it)");
     next = std::chrono::steady_clock::now() + std::chrono::minutes(1);
   }
@@ -75,14 +75,14 @@ void Space::Impl::wait_for_threads(std::unique_lock<std::mutex>& lk, uint64_t ge
 void Space::barrier(const std::source_location& where) {
   Impl& I = *impl_;
   const int threads = rt_.threads_per_process();
-  std::unique_lock<std::mutex> lk(I.bar_mu);
-  uint64_t gen = I.bar_gen;
-  if (++I.bar_arrived < threads) {
+  std::unique_lock<std::mutex> lk(I.barrier.mu);
+  uint64_t gen = I.barrier.gen;
+  if (++I.barrier.arrived < threads) {
     I.wait_for_threads(lk, gen, threads);
-    if (I.bar_error) std::rethrow_exception(I.bar_error);
+    if (I.barrier.error) std::rethrow_exception(I.barrier.error);
     return;
   }
-  I.bar_arrived = 0;
+  I.barrier.arrived = 0;
   lk.unlock();
   std::exception_ptr err;
   try {
@@ -92,10 +92,10 @@ void Space::barrier(const std::source_location& where) {
     err = std::current_exception();
   }
   lk.lock();
-  I.bar_error = err;
-  ++I.bar_gen;
+  I.barrier.error = err;
+  ++I.barrier.gen;
   lk.unlock();
-  I.bar_cv.notify_all();
+  I.barrier.cv.notify_all();
   if (err) std::rethrow_exception(err);
 }
 

@@ -29,11 +29,11 @@ struct BlockMeta : boost::intrusive::list_base_hook<> {
   int hint_home = 0;       // where the newest version we know of is (home or last releaser)
   uint64_t hint_wts = 0;   // ... and its write timestamp
   uint64_t data_wts = 0;   // version of the bytes in the private copy
-  uint64_t rts = 0;        // lease: the copy is valid while acq_ts <= rts
+  uint64_t rts = 0;        // lease: the copy is valid while the acquire time (Space::Impl::Fence) <= rts
   std::atomic<uint64_t> known_wts{0};  // newest notice applied; written under mu, peeked without it
   DirWord word0;           // last word0 seen unlocked (the releaser's CAS guess)
   bool whole = false;      // Dirty by an overwrite: no twin; the release publishes the copy whole
-  uint64_t atomic_clock = 0;  // Atomic: the entry's release clock (wts) as last seen here (fence_mu)
+  uint64_t atomic_clock = 0;  // Atomic: the entry's release clock (wts) as last seen here (fence.mu)
   uint32_t region_slot = 0;
   uint32_t block = 0;
 };
@@ -57,7 +57,7 @@ struct RegionState {
   uint8_t* twins = nullptr;
   uint64_t inval_seen = 0;
   // Per chunk of kChunkBlocks blocks, the newest chunk notice applied here (written under
-  // fence_mu, read relaxed by the read and release paths): the chunk's lease floor. Every lease
+  // fence.mu, read relaxed by the read and release paths): the chunk's lease floor. Every lease
   // this process takes in the chunk, and every version it publishes there, ends at or after it,
   // so a version written later has a larger wts and no notice at or below it is news
   // (docs/coherence.md, "Chunk notices").
@@ -65,7 +65,7 @@ struct RegionState {
   // The region's claim window (exclusive.cpp, claims_pay): claims made, claims that ended in a
   // downgrade, blocks released since the last halving.
   std::atomic<uint64_t> win_claims{0}, win_downgrades{0}, win_released{0};
-  bool claims_now = true;  // the current release's verdict (fence_mu)
+  bool claims_now = true;  // the current release's verdict (fence.mu)
 
   uint64_t pub_addr(int rank, size_t b) const { return base(rank) + pub_off + (b << r->block_shift()); }
   uint64_t dir_addr(int rank, size_t b) const { return base(rank) + dir_off + b * dir_stride; }

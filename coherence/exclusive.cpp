@@ -52,6 +52,7 @@ void Space::Impl::age_claim_window(RegionState& rs, size_t released) {
 // Their unlocking CASes complete first: a downgrade that takes a mutex must find the entry
 // holding the claim (an old request, from before an earlier downgrade, may be arriving now).
 void Space::Impl::flush_claims(Lane& l) {
+  std::vector<Claim>& claims = exclusive.claims;
   if (claims.empty()) return;
   l.wait();
   for (size_t i = 0; i < claims.size();) {
@@ -101,8 +102,8 @@ void Space::Impl::request_downgrade(Lane& l, DirWord seen, RegionState& rs, size
   const auto payload = std::as_bytes(std::span(&q, 1));
   const int mgr = rs.r->manager(b);
   if (!asked) {
-    st_asked.fetch_add(1, std::memory_order_relaxed);
-    rt.service().call_without_allocating(owner, downgrade_fn, payload);
+    stats.downgrades_asked.fetch_add(1, std::memory_order_relaxed);
+    rt.service().call_without_allocating(owner, exclusive.downgrade_fn, payload);
   }
   wait::Backoff backoff;
   wait::StallWatch stall;
@@ -120,7 +121,7 @@ void Space::Impl::request_downgrade(Lane& l, DirWord seen, RegionState& rs, size
              " waits for rank " + std::to_string(owner) + ", which holds it exclusively, to give it up";
     });
     if (std::chrono::steady_clock::now() - sent > std::chrono::milliseconds(kResendMs)) {
-      rt.service().call_without_allocating(owner, downgrade_fn, payload);
+      rt.service().call_without_allocating(owner, exclusive.downgrade_fn, payload);
       sent = std::chrono::steady_clock::now();
     }
   }
@@ -133,7 +134,7 @@ std::vector<std::byte> Space::Impl::serve_downgrade(std::span<const std::byte> p
   DowngradeRequest q;
   if (payload.size() != sizeof q) fail("coherence: downgrade request of ", payload.size(), " bytes from rank ", from);
   std::memcpy(&q, payload.data(), sizeof q);
-  std::shared_lock<std::shared_mutex> serving(serve_mu);
+  std::shared_lock<std::shared_mutex> serving(exclusive.serve_mu);
   RegionState* rs = state_by_id(q.region);
   // A late copy (an asker sends its request again after kResendMs while it waits, and may be
   // done, and the region destroyed, before the copy arrives): nothing of it is left to downgrade.
@@ -171,28 +172,28 @@ void Space::Impl::downgrade_run(Lane& l, RegionState& rs, std::vector<std::uniqu
   for (size_t i = 0; i < run.size(); ++i) {
     release_block(l, rs, rs.meta[first + i], true, Publication::Downgrade);
     l.wait();
-    st_downgrades.fetch_add(1, std::memory_order_relaxed);
+    stats.downgrades.fetch_add(1, std::memory_order_relaxed);
     rs.win_downgrades.fetch_add(1, std::memory_order_relaxed);
   }
   run.clear();  // unlocks
 }
 
 void Space::Impl::pause_if_injected() const {
-  const uint32_t us = downgrade_pause_us.load(std::memory_order_relaxed);
+  const uint32_t us = exclusive.pause_us.load(std::memory_order_relaxed);
   if (us != 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
 }
 
 void Space::fault_inject_downgrade_pause(std::chrono::microseconds pause) {
   if (pause.count() < 0 || pause > std::chrono::seconds(10)) fail("coherence: fault_inject_downgrade_pause of ", pause.count(), " us (0 to 10 s)");
-  impl_->downgrade_pause_us.store(static_cast<uint32_t>(pause.count()), std::memory_order_relaxed);
+  impl_->exclusive.pause_us.store(static_cast<uint32_t>(pause.count()), std::memory_order_relaxed);
 }
 
 void Space::Impl::register_downgrade() {
-  downgrade_fn = rt.service().register_handler(kDowngrade, [this](const runtime::ServiceRequest& req) {
+  exclusive.downgrade_fn = rt.service().register_handler(kDowngrade, [this](const runtime::ServiceRequest& req) {
     return serve_downgrade(req.payload, req.src_rank);
   });
 }
 
-void Space::Impl::unregister_downgrade() { rt.service().unregister_handler(downgrade_fn); }
+void Space::Impl::unregister_downgrade() { rt.service().unregister_handler(exclusive.downgrade_fn); }
 
 }  // namespace loom::coherence

@@ -30,7 +30,7 @@ void Space::Impl::InvalidationRun::drop(std::optional<LaneGuard>& lane, RegionSt
   if (!held_.empty() && (rs_ != &rs || m.block != first_ + held_.size())) close();  // no before_lock
   if (held_.empty()) rs_ = &rs, first_ = m.block;
   m.state = State::Invalid;
-  s_.st_inval.fetch_add(1, std::memory_order_relaxed);
+  s_.stats.invalidations.fetch_add(1, std::memory_order_relaxed);
   held_.push_back(std::move(g));
 }
 

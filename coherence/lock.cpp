@@ -68,9 +68,9 @@ void split_node_name(uint64_t name, int nprocs, uint32_t lock, const char* what,
 Lock Space::make_lock(const std::source_location& where) {
   rt_.collectives().enter("Space::make_lock", where);
   Impl& I = *impl_;
-  if (I.next_sync >= cfg_.sync_objects) fail("coherence: more than ", cfg_.sync_objects, " locks and atomic words (LOOM_COHERENCE_SYNC_OBJECTS)");
+  if (I.sync.next_slot >= cfg_.sync_objects) fail("coherence: more than ", cfg_.sync_objects, " locks and atomic words (LOOM_COHERENCE_SYNC_OBJECTS)");
   Lock l;
-  l.bind(this, I.next_sync++, I.n);
+  l.bind(this, I.sync.next_slot++, I.n);
   return l;
 }
 
@@ -80,12 +80,12 @@ void Lock::lock() {
   if (held_index(space_, slot_) >= 0) fail("coherence: this thread already holds lock ", slot_);
   if (t_nheld >= kMaxHeld) fail("coherence: a thread may hold at most ", kMaxHeld, " locks");
   const int depth = std::countr_one(t_depth_used);
-  const size_t idx = I.qnode_index(thread_slot(), depth);
-  uint64_t* q = I.qnode_local(idx);
+  const size_t idx = I.sync.qnode_index(thread_slot(), depth);
+  uint64_t* q = I.sync.qnode_local(idx);
   std::atomic_ref<uint64_t>(q[0]).store(0, std::memory_order_relaxed);
   std::atomic_ref<uint64_t>(q[1]).store(0, std::memory_order_release);
   const uint64_t me = node_name(I.rank, idx);
-  const uint64_t tail = I.slot_addr(home_, slot_);
+  const uint64_t tail = I.sync.slot_addr(home_, slot_);
   region::InRuntime ir;
   uint64_t pred;
   int prank = -1;
@@ -93,12 +93,12 @@ void Lock::lock() {
     // Swing the tail to our node; a predecessor learns our name from one WRITE.
     LaneGuard lane(I.lanes);
     uint64_t guess = 0;
-    while ((pred = lane->cas(home_, tail, I.sync_rkey(home_), guess, me)) != guess) guess = pred;
+    while ((pred = lane->cas(home_, tail, I.sync.rkey(home_), guess, me)) != guess) guess = pred;
     if (pred != 0) {
       size_t pidx;
       split_node_name(pred, I.n, slot_, "names queue node", prank, pidx);
       lane->set_word(Scratch::kQueueNode, me);
-      lane->post(prank, fabric::Opcode::Write, Scratch::kQueueNode, 8, I.qnode_addr(prank, pidx), I.sync_rkey(prank));
+      lane->post(prank, fabric::Opcode::Write, Scratch::kQueueNode, 8, I.sync.qnode_addr(prank, pidx), I.sync.rkey(prank));
       lane->wait();
     }
   }
@@ -121,20 +121,20 @@ void Lock::lock() {
   t_depth_used |= 1u << depth;
   t_held[static_cast<size_t>(t_nheld++)] = Held{space_, slot_, depth};
   // Acquire: the notices the last holder left with the lock.
-  std::lock_guard<std::mutex> g(I.fence_mu);
+  std::lock_guard<std::mutex> g(I.fence.mu);
   LaneGuard lane(I.lanes);
   const size_t len = I.notice_cap_bytes();
-  lane->post(home_, fabric::Opcode::Read, Scratch::kNoticesIn, static_cast<uint32_t>(len), tail + 64, I.sync_rkey(home_));
+  lane->post(home_, fabric::Opcode::Read, Scratch::kNoticesIn, static_cast<uint32_t>(len), tail + 64, I.sync.rkey(home_));
   lane->wait();
   I.acquire_wire(std::span<const uint8_t>(lane->bytes(Scratch::kNoticesIn), len), "lock ", slot_);
 }
 
 // Hands the lock on: swings the tail back if nobody queued, else waits for the successor's
-// name and grants it (fence_mu held; the notices already went with the lock).
+// name and grants it (fence.mu held; the notices already went with the lock).
 void Space::Impl::hand_on_lock(Lane& l, uint64_t* q, uint64_t me, int home, uint32_t slot, uint64_t tail) {
   uint64_t next = std::atomic_ref<uint64_t>(q[0]).load(std::memory_order_acquire);
   if (next == 0) {
-    l.post(home, fabric::Opcode::CompareSwap, Scratch::kResult, 8, tail, sync_rkey(home), me, 0);
+    l.post(home, fabric::Opcode::CompareSwap, Scratch::kResult, 8, tail, sync.rkey(home), me, 0);
     l.wait();
     if (l.word(Scratch::kResult) == me) return;
   } else {
@@ -152,7 +152,7 @@ void Space::Impl::hand_on_lock(Lane& l, uint64_t* q, uint64_t me, int home, uint
   size_t nidx;
   split_node_name(next, n, slot, "successor", nrank, nidx);
   l.set_word(Scratch::kGrant, 1);
-  l.post(nrank, fabric::Opcode::Write, Scratch::kGrant, 8, qnode_addr(nrank, nidx) + 8, sync_rkey(nrank));
+  l.post(nrank, fabric::Opcode::Write, Scratch::kGrant, 8, sync.qnode_addr(nrank, nidx) + 8, sync.rkey(nrank));
   l.wait();
 }
 
@@ -162,17 +162,17 @@ void Lock::unlock() {
   const int at = held_index(space_, slot_);
   if (at < 0) fail("coherence: unlock of lock ", slot_, ", which this thread does not hold");
   const int depth = t_held[static_cast<size_t>(at)].depth;
-  const size_t idx = I.qnode_index(thread_slot(), depth);
-  const uint64_t tail = I.slot_addr(home_, slot_);
+  const size_t idx = I.sync.qnode_index(thread_slot(), depth);
+  const uint64_t tail = I.sync.slot_addr(home_, slot_);
   region::InRuntime ir;
   {
-    std::lock_guard<std::mutex> g(I.fence_mu);
+    std::lock_guard<std::mutex> g(I.fence.mu);
     I.release_locked();
     LaneGuard lane(I.lanes);
     // The notices go with the lock, before the tail swings or the grant (same QP to the home).
     size_t len = I.serialize_notices(lane->bytes(Scratch::kNoticesOut));
-    lane->post(home_, fabric::Opcode::Write, Scratch::kNoticesOut, static_cast<uint32_t>(len), tail + 64, I.sync_rkey(home_));
-    I.hand_on_lock(*lane, I.qnode_local(idx), node_name(I.rank, idx), home_, slot_, tail);
+    lane->post(home_, fabric::Opcode::Write, Scratch::kNoticesOut, static_cast<uint32_t>(len), tail + 64, I.sync.rkey(home_));
+    I.hand_on_lock(*lane, I.sync.qnode_local(idx), node_name(I.rank, idx), home_, slot_, tail);
   }
   t_depth_used &= ~(1u << depth);
   t_held[static_cast<size_t>(at)] = t_held[static_cast<size_t>(t_nheld - 1)];

@@ -142,13 +142,13 @@ void Space::Impl::install_prefetched(Lane& l, RegionState& rs, std::vector<Prefe
     BlockMeta& m = *batch[i].m;
     const DirView& d = views[i];
     if (batch[i].have) {
-      st_reval.fetch_add(1, std::memory_order_relaxed);
+      stats.revalidations.fetch_add(1, std::memory_order_relaxed);
     } else {
       const bool fast = batch[i].home != m.word0.home();
       fill_runtime_block(rs, m.block, l.bytes(Scratch::kBlock + i * bs));
-      st_misses.fetch_add(1, std::memory_order_relaxed);
-      if (fast) st_fast.fetch_add(1, std::memory_order_relaxed);
-      st_fetched.fetch_add(bs, std::memory_order_relaxed);
+      stats.read_misses.fetch_add(1, std::memory_order_relaxed);
+      if (fast) stats.fast_reads.fetch_add(1, std::memory_order_relaxed);
+      stats.bytes_fetched.fetch_add(bs, std::memory_order_relaxed);
     }
     take_copy(rs, m, d, d.wts);  // Invalid again (data kept) when the lease floor passed it: fetch() revalidates
   }

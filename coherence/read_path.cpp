@@ -133,14 +133,14 @@ void Space::Impl::fetch(Lane& l, RegionState& rs, BlockMeta& m, DowngradeRun* ru
       continue;
     }
     if (m.data_wts == wts) {
-      st_reval.fetch_add(1, std::memory_order_relaxed);
+      stats.revalidations.fetch_add(1, std::memory_order_relaxed);
     } else {
       fill_runtime_block(rs, b, l.bytes(Scratch::kBlock));
-      st_misses.fetch_add(1, std::memory_order_relaxed);
-      if (fast && data_reads == 1) st_fast.fetch_add(1, std::memory_order_relaxed);
+      stats.read_misses.fetch_add(1, std::memory_order_relaxed);
+      if (fast && data_reads == 1) stats.fast_reads.fetch_add(1, std::memory_order_relaxed);
     }
-    if (data_reads > 1) st_retries.fetch_add(data_reads - 1, std::memory_order_relaxed);
-    st_fetched.fetch_add(data_reads * rs.r->block_size(), std::memory_order_relaxed);
+    if (data_reads > 1) stats.fetch_retries.fetch_add(data_reads - 1, std::memory_order_relaxed);
+    stats.bytes_fetched.fetch_add(data_reads * rs.r->block_size(), std::memory_order_relaxed);
     if (take_copy(rs, m, d, wts)) return;
     wts = m.data_wts;
   }
@@ -181,20 +181,20 @@ void Space::Impl::fill_runtime_block(RegionState& rs, size_t b, const uint8_t* s
 // just stored (seq_cst), and an acquirer stores the floor (seq_cst) before it looks at the
 // states, so one of the two sees the other's store.
 uint64_t Space::Impl::floor_after_install(RegionState& rs, size_t b) {
-  const uint64_t a = std::atomic_ref<uint64_t>(acq_ts).load(std::memory_order_seq_cst);
+  const uint64_t a = std::atomic_ref<uint64_t>(fence.acq_ts).load(std::memory_order_seq_cst);
   return std::max(a, rs.chunk_known[b / kChunkBlocks].load(std::memory_order_seq_cst));
 }
 
 void Space::Impl::make_dirty(RegionState& rs, BlockMeta& m) {
   twin_block(rs, m);
-  // Listed and made writable as one step under dirty_mu, which a release holds to take the
+  // Listed and made writable as one step under dirty.mu, which a release holds to take the
   // list. Listed first and opened after, a release could take the block in between and stop
   // its writers (stop_writers) before this ReadWrite: once released it stayed writable yet
   // clean, and stores after were never published. Opened first, a store of another thread
   // could precede the listing and miss that thread's next release.
   {
-    std::lock_guard<std::mutex> g(dirty_mu);
-    dirty.push_back(m);
+    std::lock_guard<std::mutex> g(dirty.mu);
+    dirty.list.push_back(m);
     rs.r->protect(m.block, 1, region::Protection::ReadWrite);
   }
 }
@@ -202,16 +202,16 @@ void Space::Impl::make_dirty(RegionState& rs, BlockMeta& m) {
 void Space::Impl::twin_block(RegionState& rs, BlockMeta& m) {
   std::memcpy(rs.twin(m.block), rs.r->runtime_block(m.block), rs.r->block_size());
   m.state = State::Dirty;
-  st_twins.fetch_add(1, std::memory_order_relaxed);
+  stats.twins.fetch_add(1, std::memory_order_relaxed);
 }
 
 // Lists a run of adjacent twinned blocks and opens them with one mprotect, as make_dirty does
-// for one (the same step under dirty_mu), then lets go of their mutexes.
+// for one (the same step under dirty.mu), then lets go of their mutexes.
 void Space::Impl::open_run(RegionState& rs, std::vector<std::unique_lock<std::mutex>>& held, size_t first) {
   if (held.empty()) return;
   {
-    std::lock_guard<std::mutex> g(dirty_mu);
-    for (size_t i = 0; i < held.size(); ++i) dirty.push_back(rs.meta[first + i]);
+    std::lock_guard<std::mutex> g(dirty.mu);
+    for (size_t i = 0; i < held.size(); ++i) dirty.list.push_back(rs.meta[first + i]);
     rs.r->protect(first, held.size(), region::Protection::ReadWrite);
   }
   held.clear();  // unlocks
@@ -279,7 +279,7 @@ void Space::on_fault(region::Region& r, size_t block, region::Access access) {
     abort();
   }
   region::InRuntime ir;
-  I.st_faults.fetch_add(1, std::memory_order_relaxed);
+  I.stats.faults.fetch_add(1, std::memory_order_relaxed);
   bool busy = false;
   try {
     LaneGuard lane(I.lanes);

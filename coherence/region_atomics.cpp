@@ -73,10 +73,10 @@ void Space::Impl::adopt_atomic(RegionState& rs, size_t b) {
 // process saw there — by an acquire's READ or a CAS's result — is a floor: at or above our clock,
 // nothing is sent; below it, the CAS expects it (usually the entry's value: one CAS) and on a
 // miss retries from what it found. A CAS never expects a value at or above our clock, so it
-// never lowers the entry (a guess that succeeded there would). fence_mu held.
+// never lowers the entry (a guess that succeeded there would). fence.mu held.
 void Space::Impl::publish_release_clock(Lane& l, RegionState& rs, size_t b) {
   const int mgr = rs.r->manager(b);
-  const uint64_t clock = std::max(release_clock.load(std::memory_order_relaxed), acq_ts_relaxed());
+  const uint64_t clock = std::max(fence.release_clock.load(std::memory_order_relaxed), acq_ts_relaxed());
   const uint64_t addr = rs.dir_addr(mgr, b) + DirEntry::kWts;
   uint64_t& seen = rs.meta[b].atomic_clock;
   while (seen < clock) {
@@ -94,8 +94,8 @@ uint64_t Space::Impl::region_atomic_op(RegionState& rs, size_t b, size_t off, fa
   const uint64_t addr = rs.pub_addr(mgr, b) + off;
   region::InRuntime ir;
   // Relaxed operations take no fence: threads of a process run them side by side.
-  std::unique_lock<std::mutex> fence(fence_mu, std::defer_lock);
-  if (rel || acq) fence.lock();
+  std::unique_lock<std::mutex> fenced(fence.mu, std::defer_lock);
+  if (rel || acq) fenced.lock();
   if (rel) release_locked();
   uint64_t old = 0, clock = 0;
   {

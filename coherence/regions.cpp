@@ -67,13 +67,13 @@ void Space::Impl::touch_peers(RegionState& rs) {
 // An acquire that raised this process's acquire time past t0 while the region was being made
 // did not see it: its copies are dropped as that acquire would have.
 void Space::Impl::expire_since(RegionState& rs, uint64_t t0) {
-  std::lock_guard<std::mutex> g(fence_mu);
-  if (dir_mode || acq_ts <= t0) return;
+  std::lock_guard<std::mutex> g(fence.mu);
+  if (dir_mode || fence.acq_ts <= t0) return;
   region::InRuntime ir;
   std::optional<LaneGuard> lane;
   for (size_t b = 0; b < rs.r->blocks(); ++b) {
     std::lock_guard<std::mutex> mg(rs.meta[b].mu);
-    if (rs.meta[b].rts < acq_ts) drop(lane, rs, rs.meta[b]);
+    if (rs.meta[b].rts < fence.acq_ts) drop(lane, rs, rs.meta[b]);
   }
 }
 
@@ -88,7 +88,7 @@ void Space::Impl::install(std::unique_ptr<RegionState> rs) {
 }
 
 void Space::Impl::free_region_state(RegionState* rs) {
-  std::unique_lock<std::shared_mutex> no_downgrade_running(serve_mu);
+  std::unique_lock<std::shared_mutex> no_downgrade_running(exclusive.serve_mu);
   munmap(rs->twins, rs->r->size());
   rt.allocator().free_chunk(rs->mem);
   delete rs;
@@ -154,10 +154,10 @@ void Space::destroy_region(region::Region& r, const std::source_location& where)
   I.release();
   rt_.bootstrap().barrier();  // nobody reads our public copies any more
   {
-    std::lock_guard<std::mutex> g(I.fence_mu);
-    std::lock_guard<std::mutex> d(I.dirty_mu);
+    std::lock_guard<std::mutex> g(I.fence.mu);
+    std::lock_guard<std::mutex> d(I.dirty.mu);
     for (size_t b = 0; b < r.blocks(); ++b)
-      if (rs->meta[b].is_linked()) I.dirty.erase(I.dirty.iterator_to(rs->meta[b]));
+      if (rs->meta[b].is_linked()) I.dirty.list.erase(I.dirty.list.iterator_to(rs->meta[b]));
     I.regions[rs->slot].store(nullptr, std::memory_order_release);
   }
   I.free_region_state(rs);

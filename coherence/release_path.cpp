@@ -91,7 +91,7 @@ void Space::Impl::take_master(Lane& l, RegionState& rs, BlockMeta& m, int home, 
   l.wait();
   if (rt.collectives().checking()) report_races(rs, b, master);
   merge_diff(master, priv, rs.twin(b), bs);
-  st_merged.fetch_add(1, std::memory_order_relaxed);
+  stats.merged_releases.fetch_add(1, std::memory_order_relaxed);
 }
 
 // Checking mode: bytes of block b we wrote that another process wrote too since our twin (the
@@ -100,7 +100,7 @@ void Space::Impl::report_races(RegionState& rs, size_t b, const uint8_t* master)
   const Conflict c = conflicting_writes(master, rs.r->runtime_block(b), rs.twin(b), rs.r->block_size());
   if (c.bytes == 0) return;
   constexpr uint64_t kReported = 8;
-  const uint64_t k = st_races.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t k = stats.races.fetch_add(1, std::memory_order_relaxed);
   if (k < kReported) log::warn(race_message(rs.r->app_block(b) + c.first, c.bytes));
   if (k + 1 == kReported) log::warn("coherence: further data races are counted, not reported (Space::stats().races)");
 }
@@ -156,14 +156,14 @@ void Space::Impl::record(RegionState& rs, BlockMeta& m, uint64_t wts_new, DirWor
   m.hint_wts = wts_new;
   m.word0 = w0_new;
   if (wts_new > m.known_wts.load(std::memory_order_relaxed)) m.known_wts.store(wts_new, std::memory_order_relaxed);
-  uint64_t clock = release_clock.load(std::memory_order_relaxed);
-  while (clock < wts_new && !release_clock.compare_exchange_weak(clock, wts_new, std::memory_order_relaxed)) {
+  uint64_t clock = fence.release_clock.load(std::memory_order_relaxed);
+  while (clock < wts_new && !fence.release_clock.compare_exchange_weak(clock, wts_new, std::memory_order_relaxed)) {
   }
   if (!dir_mode) {
-    std::lock_guard<std::mutex> g(notice_mu);
-    notices.add(Notice{(uint64_t{rs.r->id()} << 32) | m.block, wts_new, static_cast<uint32_t>(rank), w0_new.exclusive()});
+    std::lock_guard<std::mutex> g(notices.mu);
+    notices.buffer.add(Notice{(uint64_t{rs.r->id()} << 32) | m.block, wts_new, static_cast<uint32_t>(rank), w0_new.exclusive()});
   }
-  st_released.fetch_add(1, std::memory_order_relaxed);
+  stats.released_blocks.fetch_add(1, std::memory_order_relaxed);
 }
 
 // The word a release leaves in the entry: the new home (fixed home: the manager) and lease; a
@@ -184,8 +184,8 @@ bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool pro
   const size_t b = m.block;
   const int mgr = rs.r->manager(b);
   {
-    std::lock_guard<std::mutex> g(dirty_mu);
-    if (m.is_linked()) dirty.erase(dirty.iterator_to(m));
+    std::lock_guard<std::mutex> g(dirty.mu);
+    if (m.is_linked()) dirty.list.erase(dirty.list.iterator_to(m));
   }
   // Writers of this process fault (and wait for the block's mutex) from here on.
   if (!protected_already) rs.r->protect(b, 1, region::Protection::Read);
@@ -213,7 +213,7 @@ bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool pro
   if (how == Publication::Downgrade) pause_if_injected();
   record(rs, m, wts_new, w0_new);
   if (!w0_new.exclusive()) return false;
-  st_claims.fetch_add(1, std::memory_order_relaxed);
+  stats.exclusive_claims.fetch_add(1, std::memory_order_relaxed);
   rs.win_claims.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -221,7 +221,7 @@ bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool pro
 void Space::Impl::invalidate(RegionState& rs, BlockMeta& m) {
   m.state = State::Invalid;
   rs.r->protect(m.block, 1, region::Protection::None);
-  st_inval.fetch_add(1, std::memory_order_relaxed);
+  stats.invalidations.fetch_add(1, std::memory_order_relaxed);
 }
 
 // A copy that may be stale after an acquire: a dirty one is published first (which makes it
@@ -249,7 +249,7 @@ void Space::Impl::stop_writers(const std::vector<BlockMeta*>& v) {
 }
 
 // Each region's share of the release ages its claim window, which then decides whether this
-// release may claim the region's blocks (v sorted by region; fence_mu held).
+// release may claim the region's blocks (v sorted by region; fence.mu held).
 void Space::Impl::judge_claims(const std::vector<BlockMeta*>& v) {
   for (size_t i = 0; i < v.size();) {
     size_t j = i + 1;
@@ -261,12 +261,12 @@ void Space::Impl::judge_claims(const std::vector<BlockMeta*>& v) {
   }
 }
 
-// A release fence; fence_mu held.
+// A release fence; fence.mu held.
 void Space::Impl::release_locked() {
   DirtyList taken;
   {
-    std::lock_guard<std::mutex> g(dirty_mu);
-    taken.swap(dirty);
+    std::lock_guard<std::mutex> g(dirty.mu);
+    taken.swap(dirty.list);
   }
   if (taken.empty()) return;
   std::vector<BlockMeta*> v;
@@ -300,8 +300,8 @@ void Space::Impl::release_one(Lane& l, BlockMeta* m, const EntryLock* ahead) {
   // A run of claims holds its blocks' mutexes until it is flushed: at most kMaxClaimRun of them
   // (ThreadSanitizer tracks 64 held locks per thread; a run this long already saves most of the
   // page-table changes).
-  if (!claims.empty() && (claims.back().m->region_slot != m->region_slot || claims.back().m->block + 1 != m->block ||
-                          claims.size() >= kMaxClaimRun))
+  if (!exclusive.claims.empty() && (exclusive.claims.back().m->region_slot != m->region_slot || exclusive.claims.back().m->block + 1 != m->block ||
+                          exclusive.claims.size() >= kMaxClaimRun))
     flush_claims(l);
   RegionState* rs = regions[m->region_slot].load(std::memory_order_acquire);
   const Publication how = rs->claims_now ? Publication::MayClaim : Publication::Release;
@@ -310,12 +310,12 @@ void Space::Impl::release_one(Lane& l, BlockMeta* m, const EntryLock* ahead) {
     if (ahead != nullptr) unlock_ahead(l, *rs, m->block, ahead->old);
     return;
   }
-  if (release_block(l, *rs, *m, true, how, ahead)) claims.push_back(Claim{m, std::move(g)});
+  if (release_block(l, *rs, *m, true, how, ahead)) exclusive.claims.push_back(Claim{m, std::move(g)});
 }
 
 void Space::Impl::release() {
   region::InRuntime ir;
-  std::lock_guard<std::mutex> g(fence_mu);
+  std::lock_guard<std::mutex> g(fence.mu);
   release_locked();
 }
 

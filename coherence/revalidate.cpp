@@ -22,7 +22,7 @@ static_assert(kBatch * 8 <= kMaxBlock);
 constexpr int kRevalidationRounds = 8;
 }  // namespace
 
-// fence_mu held; timestamp policies only (entries of 16 bytes).
+// fence.mu held; timestamp policies only (entries of 16 bytes).
 void Space::Impl::revalidate_expired(std::optional<LaneGuard>& lane, std::vector<Suspect>& suspects) {
   for (size_t first = 0; first < suspects.size(); first += kBatch) {
     const size_t count = std::min(kBatch, suspects.size() - first);
@@ -114,7 +114,7 @@ bool Space::Impl::settle_suspects(std::optional<LaneGuard>& lane, std::span<Susp
     if (keep && m.state == State::Clean) {
       m.rts = s.word.rts();
       m.word0 = s.word;
-      st_reval.fetch_add(1, std::memory_order_relaxed);
+      stats.revalidations.fetch_add(1, std::memory_order_relaxed);
     } else {
       dropped.drop(lane, *s.rs, m, g);
     }

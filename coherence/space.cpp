@@ -47,11 +47,11 @@ void Space::Impl::create_lanes() {
 }
 
 void Space::Impl::create_sync_memory() {
-  sl = SyncLayout(n, cfg.sync_objects, notice_cap_bytes());
-  notices_sent.assign(static_cast<size_t>(sl.rounds), 0);
-  sync = rt.allocator().allocate_chunk(sl.total);
-  std::memset(sync.addr, 0, sync.size);
-  sync_remote = rt.bootstrap().allgather_value(locator_of(sync, rank));
+  sync.layout = SyncLayout(n, cfg.sync_objects, notice_cap_bytes());
+  notices.sent.assign(static_cast<size_t>(sync.layout.rounds), 0);
+  sync.mem = rt.allocator().allocate_chunk(sync.layout.total);
+  std::memset(sync.mem.addr, 0, sync.mem.size);
+  sync.remote = rt.bootstrap().allgather_value(locator_of(sync.mem, rank));
 }
 
 RegionState* Space::Impl::state_of(const region::Region& r) {
@@ -90,7 +90,7 @@ Space::Space(Runtime& rt, Config cfg, const std::source_location& where) : rt_(r
     signal::Transmitter::prepare_this_thread();  // faults on this thread may send a downgrade request
     rt.bootstrap().barrier();
   } catch (...) {
-    if (impl_ && impl_->downgrade_fn != 0) impl_->unregister_downgrade();
+    if (impl_ && impl_->exclusive.downgrade_fn != 0) impl_->unregister_downgrade();
     if (impl_ && impl_->collectives_observer != 0) rt.collectives().unobserve(impl_->collectives_observer);
     g_current.store(nullptr);
     throw;
@@ -116,7 +116,7 @@ void Space::Impl::teardown() {
   rt.collectives().unobserve(collectives_observer);
   for (auto& l : lanes) rt.allocator().free_chunk(l->release_scratch());
   lanes.clear();
-  rt.allocator().free_chunk(sync);
+  rt.allocator().free_chunk(sync.mem);
   as.reset();
 }
 
@@ -126,8 +126,8 @@ void Space::Impl::watch_process_barriers() {
     if (c.kind != "Runtime::barrier") return;
     size_t written;
     {
-      std::lock_guard<std::mutex> g(dirty_mu);
-      written = dirty.size();
+      std::lock_guard<std::mutex> g(dirty.mu);
+      written = dirty.list.size();
     }
     if (written == 0) return;
     log::warn("coherence: Runtime::barrier() at ", c.where, ": this process wrote ", written,
@@ -150,25 +150,26 @@ Space& Space::current() {
 
 region::AddressSpace& Space::address_space() { return *impl_->as; }
 
-Stats Space::stats() const {
-  const Impl& I = *impl_;
+Stats Counters::snapshot() const {
   Stats s;
-  s.faults = I.st_faults.load();
-  s.read_misses = I.st_misses.load();
-  s.revalidations = I.st_reval.load();
-  s.twins = I.st_twins.load();
-  s.released_blocks = I.st_released.load();
-  s.merged_releases = I.st_merged.load();
-  s.races = I.st_races.load();
-  s.fetch_retries = I.st_retries.load();
-  s.invalidations = I.st_inval.load();
-  s.fast_reads = I.st_fast.load();
-  s.exclusive_claims = I.st_claims.load();
-  s.downgrades = I.st_downgrades.load();
-  s.downgrades_asked = I.st_asked.load();
-  s.notices = I.st_notices.load();
-  s.bytes_fetched = I.st_fetched.load();
+  s.faults = faults.load();
+  s.read_misses = read_misses.load();
+  s.revalidations = revalidations.load();
+  s.twins = twins.load();
+  s.released_blocks = released_blocks.load();
+  s.merged_releases = merged_releases.load();
+  s.races = races.load();
+  s.fetch_retries = fetch_retries.load();
+  s.invalidations = invalidations.load();
+  s.fast_reads = fast_reads.load();
+  s.exclusive_claims = exclusive_claims.load();
+  s.downgrades = downgrades.load();
+  s.downgrades_asked = downgrades_asked.load();
+  s.notices = notices.load();
+  s.bytes_fetched = bytes_fetched.load();
   return s;
 }
+
+Stats Space::stats() const { return impl_->stats.snapshot(); }
 
 }  // namespace loom::coherence

@@ -1,9 +1,12 @@
 #pragma once
-// Space::Impl: the state of one process's Space and the protocol steps over it. Its members are
-// defined by concern: lanes (lane.cpp), the read path (read_path.cpp), the release path
-// (release_path.cpp), acquire (acquire.cpp), regions (regions.cpp), synchronization memory and
-// the Space's life (space.cpp), barrier, lock and atomic words (barrier.cpp, lock.cpp,
-// atomic_word.cpp). docs/coherence.md numbers the steps these functions carry out.
+// Space::Impl: the state of one process's Space and the protocol steps over it. Its state is
+// grouped by owner (the fence, dirty blocks, write notices, the barrier, exclusive blocks,
+// synchronization memory, statistics), each group with the lock that guards it; the lock order
+// is stated once, above Space::Impl. Its members are defined by concern: lanes (lane.cpp), the
+// read path (read_path.cpp), the release path (release_path.cpp), acquire (acquire.cpp), regions
+// (regions.cpp), synchronization memory and the Space's life (space.cpp), barrier, lock and
+// atomic words (barrier.cpp, lock.cpp, atomic_word.cpp). docs/coherence.md numbers the steps
+// these functions carry out.
 #include <array>
 #include <condition_variable>
 #include <exception>
@@ -49,6 +52,45 @@ struct DirView {
   const uint8_t* sharers = nullptr;  // n bytes, directory policy only
 };
 
+// Synchronization memory: made by create_sync_memory (space.cpp); lock.cpp and atomic_word.cpp
+// hand out its slots, barrier.cpp uses its mailboxes.
+struct SyncMemory {
+  memory::RDMAMemory mem;
+  std::vector<RemoteMemoryLocator> remote;  // every process's, by rank
+  SyncLayout layout;
+  uint32_t next_slot = 0;  // slots go out in collective calls: the same order at every process
+
+  uint64_t base(int to) const { return remote[static_cast<size_t>(to)].addr; }
+  uint32_t rkey(int to) const { return remote[static_cast<size_t>(to)].rkey; }
+  uint64_t slot_addr(int to, uint32_t slot) const { return base(to) + layout.slot_off + slot * layout.slot_bytes; }
+  uint8_t* slot_local(uint32_t slot) const { return mem.bytes() + layout.slot_off + slot * layout.slot_bytes; }
+  static size_t qnode_index(int tslot, int depth) { return static_cast<size_t>(tslot) * kMaxHeld + static_cast<size_t>(depth); }
+  uint64_t qnode_addr(int to, size_t idx) const { return base(to) + layout.qnode_off + idx * 16; }
+  uint64_t* qnode_local(size_t idx) const { return reinterpret_cast<uint64_t*>(mem.bytes() + layout.qnode_off + idx * 16); }
+  size_t mbox_offset(int round, int parity) const {
+    return layout.mbox_off + static_cast<size_t>(round * 2 + parity) * layout.mbox_bytes;
+  }
+  uint8_t* mbox_local(int round, int parity) const { return mem.bytes() + mbox_offset(round, parity); }
+  uint64_t mbox_addr(int to, int round, int parity) const { return base(to) + mbox_offset(round, parity); }
+};
+
+// The counters behind Space::stats, each named as its Stats field; every path counts relaxed.
+struct Counters {
+  std::atomic<uint64_t> faults{0}, read_misses{0}, revalidations{0}, twins{0}, released_blocks{0}, merged_releases{0},
+      fetch_retries{0}, invalidations{0}, fast_reads{0}, exclusive_claims{0}, downgrades{0}, downgrades_asked{0},
+      notices{0}, bytes_fetched{0}, races{0};
+  Stats snapshot() const;  // space.cpp
+};
+
+// Lock order, outermost first: a thread holding one of these takes only those below it.
+//   barrier.mu          the process's threads meeting (let go before the global barrier runs)
+//   fence.mu            a release or an acquire of this process
+//   exclusive.serve_mu  shared by a downgrade on the service thread, which never holds fence.mu;
+//                       exclusive while a region's protocol state is freed (nothing else held)
+//   BlockMeta::mu       block mutexes, several only in ascending (region slot, block) order
+//   dirty.mu, notices.mu  leaves: nothing is taken under them
+// Lanes stand outside the order: LaneGuard takes a free one by try_lock, and there is one per
+// worker thread and one for the service thread (create_lanes), each thread holding at most one.
 struct Space::Impl {
   Runtime& rt;
   const Config cfg;
@@ -59,52 +101,70 @@ struct Space::Impl {
   std::unique_ptr<region::AddressSpace> as;
   std::vector<std::unique_ptr<Lane>> lanes;
   std::array<std::atomic<RegionState*>, region::AddressSpace::kMaxRegions> regions{};
+  SyncMemory sync;
+  int collectives_observer = 0;  // watch_process_barriers' handle (space.cpp)
 
-  memory::RDMAMemory sync;
-  std::vector<RemoteMemoryLocator> sync_remote;
-  SyncLayout sl;
-  uint32_t next_sync = 0;
-  uint64_t barrier_epoch = 0;
+  // Releases and acquires of this process, one at a time (release_path.cpp, acquire.cpp).
+  struct Fence {
+    std::mutex mu;
+    uint64_t acq_ts = 0;  // the acquire time: written under mu, read relaxed by the read path
+    // The latest write timestamp this process published or acquired: a release through an atomic
+    // word in a region leaves it in the word's directory entry for its acquirers' lease bound.
+    // Atomic: downgrades publish without mu.
+    std::atomic<uint64_t> release_clock{0};
+  } fence;
 
-  std::mutex fence_mu;  // releases and acquires of this process, one at a time
-  std::mutex dirty_mu;
-  DirtyList dirty;
-  std::mutex notice_mu;
-  NoticeBuffer notices;
-  uint64_t notices_applied = 0;  // notices.changes() when the last acquire applied them (notice_mu)
-  // Per dissemination round: notices.changes() when this process last sent its notices to that
-  // round's partner (always the same process), which has merged everything sent before.
-  std::vector<uint64_t> notices_sent;
-  uint64_t acq_ts = 0;  // written under fence_mu; read relaxed by the read path
+  // Blocks written since their last release: listed by the read path (read_path.cpp), taken by
+  // a release (release_path.cpp).
+  struct Dirty {
+    std::mutex mu;
+    DirtyList list;
+  } dirty;
 
-  // The local part of the barrier: the last thread of this process to arrive runs the global one.
-  std::mutex bar_mu;
-  std::condition_variable bar_cv;
-  int bar_arrived = 0;
-  uint64_t bar_gen = 0;
-  std::exception_ptr bar_error;
+  // Write notices (notices.hpp): releases add them, acquires apply them, barriers exchange them.
+  struct Notices {
+    std::mutex mu;
+    NoticeBuffer buffer;
+    uint64_t applied = 0;  // buffer.changes() when the last acquire applied them
+    // Per dissemination round: buffer.changes() when this process last sent its notices to that
+    // round's partner (always the same process), which has merged everything sent before.
+    std::vector<uint64_t> sent;
+    explicit Notices(size_t capacity) : buffer(capacity) {}
+  } notices;
 
-  std::atomic<uint64_t> st_faults{0}, st_misses{0}, st_reval{0}, st_twins{0}, st_released{0}, st_retries{0},
-      st_inval{0}, st_fast{0}, st_claims{0}, st_downgrades{0}, st_asked{0}, st_notices{0}, st_fetched{0}, st_merged{0}, st_races{0};
-  std::atomic<uint32_t> downgrade_pause_us{0};  // Space::fault_inject_downgrade_pause
+  // The barrier (barrier.cpp): the last thread of this process to arrive runs the global one.
+  struct Barrier {
+    std::mutex mu;
+    std::condition_variable cv;
+    int arrived = 0;
+    uint64_t gen = 0;
+    std::exception_ptr error;
+    uint64_t epoch = 0;  // global barriers run; fence.mu held
+  } barrier;
 
-  // Exclusive blocks claimed by the release in progress (fence_mu held), their mutexes held
-  // until their pages are made writable in one call per run (flush_claims).
+  // Exclusive blocks (exclusive.cpp): claims of the release in progress and the downgrade service.
+  // A claimed block's mutex is held until its page is made writable in one call per run
+  // (flush_claims).
   struct Claim {
     BlockMeta* m;
     std::unique_lock<std::mutex> held;
   };
-  std::vector<Claim> claims;
-  uint32_t downgrade_fn = 0;
-  int collectives_observer = 0;  // watch_process_barriers' handle
+  struct Exclusive {
+    std::vector<Claim> claims;  // fence.mu held
+    uint32_t downgrade_fn = 0;  // the service function serving downgrades
+    // Held shared by a downgrade on the service thread, exclusively while a region's protocol
+    // state is freed: a handler that published (and so let its asker go on, perhaps to the
+    // collective destruction) may still be finishing.
+    std::shared_mutex serve_mu;
+    std::atomic<uint32_t> pause_us{0};  // Space::fault_inject_downgrade_pause
+  } exclusive;
+  static constexpr size_t kClaimWindow = 4096;  // released blocks of a region per halving of its claim window
+
+  Counters stats;
+
   // Checking mode: Runtime::barrier() with region writes of this process unpublished is a
   // warning (that barrier orders nothing in regions; Space::barrier does).
   void watch_process_barriers();
-  // Held shared by a downgrade on the service thread, exclusively while a region's protocol
-  // state is freed: a handler that published (and so let its asker go on, perhaps to the
-  // collective destruction) may still be finishing.
-  std::shared_mutex serve_mu;
-  static constexpr size_t kClaimWindow = 4096;  // released blocks of a region per halving of its claim window
 
   Impl(Runtime& r, Config c);
 
@@ -168,7 +228,7 @@ struct Space::Impl {
   void open_run(RegionState& rs, std::vector<std::unique_lock<std::mutex>>& held, size_t first);
   enum class Access : uint8_t { Read, Write, Overwrite };
   const void* declare(const void* p, size_t n, Access how);
-  uint64_t acq_ts_relaxed() { return std::atomic_ref<uint64_t>(acq_ts).load(std::memory_order_relaxed); }
+  uint64_t acq_ts_relaxed() { return std::atomic_ref<uint64_t>(fence.acq_ts).load(std::memory_order_relaxed); }
   // Where a lease taken (or a version published) in block b must end at least: the acquire time,
   // or the newest chunk notice applied to b's chunk.
   uint64_t floor_after_install(RegionState& rs, size_t b);
@@ -250,7 +310,7 @@ struct Space::Impl {
   void register_downgrade();
   void unregister_downgrade();
 
-  // ---- acquire (acquire.cpp); fence_mu held ----
+  // ---- acquire (acquire.cpp); fence.mu held ----
   void acquire_locked(uint64_t incoming_min_wts);
   void apply_notices(std::optional<LaneGuard>& lane);
   void apply_lease_bound(std::optional<LaneGuard>& lane, uint64_t incoming_min_wts);
@@ -265,7 +325,7 @@ struct Space::Impl {
     enum class Step : uint8_t { Read, Keep, Extending, Drop, Settled };
     RegionState* rs;
     BlockMeta* m;
-    uint64_t bound;  // the copy is valid if its lease reaches this (acq_ts, or a chunk notice's wts)
+    uint64_t bound;  // the copy is valid if its lease reaches this (fence.acq_ts, or a chunk notice's wts)
     DirWord word{};
     Step step = Step::Read;
   };
@@ -279,9 +339,9 @@ struct Space::Impl {
   void acquire_wire(std::span<const uint8_t> bytes, const What&... from) {
     uint64_t min_wts;
     {
-      std::lock_guard<std::mutex> g(notice_mu);
-      if (!notices.merge_wire(bytes, static_cast<uint32_t>(n))) fail("coherence: malformed write notices from ", from...);
-      min_wts = notices.min_wts();
+      std::lock_guard<std::mutex> g(notices.mu);
+      if (!notices.buffer.merge_wire(bytes, static_cast<uint32_t>(n))) fail("coherence: malformed write notices from ", from...);
+      min_wts = notices.buffer.min_wts();
     }
     acquire_locked(min_wts);
   }
@@ -306,21 +366,7 @@ struct Space::Impl {
   void adopt_atomic(RegionState& rs, size_t b);
   void publish_release_clock(Lane& l, RegionState& rs, size_t b);
   uint64_t region_atomic_op(RegionState& rs, size_t b, size_t off, fabric::Opcode op, uint64_t a, uint64_t c, Order o);
-  // The latest write timestamp this process published or acquired: a release through an atomic
-  // word in a region leaves it in the word's directory entry for its acquirers' lease bound.
-  std::atomic<uint64_t> release_clock{0};
 
-  // ---- synchronization memory addresses ----
-  uint64_t slot_addr(int to, uint32_t slot) const { return sync_base(to) + sl.slot_off + slot * sl.slot_bytes; }
-  uint32_t sync_rkey(int to) const { return sync_remote[static_cast<size_t>(to)].rkey; }
-  uint8_t* slot_local(uint32_t slot) const { return sync.bytes() + sl.slot_off + slot * sl.slot_bytes; }
-  size_t qnode_index(int tslot, int depth) const { return static_cast<size_t>(tslot) * kMaxHeld + static_cast<size_t>(depth); }
-  uint64_t qnode_addr(int to, size_t idx) const { return sync_base(to) + sl.qnode_off + idx * 16; }
-  uint64_t* qnode_local(size_t idx) const { return reinterpret_cast<uint64_t*>(sync.bytes() + sl.qnode_off + idx * 16); }
-  uint8_t* mbox_local(int round, int parity) const { return sync.bytes() + mbox_offset(round, parity); }
-  uint64_t mbox_addr(int to, int round, int parity) const { return sync_base(to) + mbox_offset(round, parity); }
-  size_t mbox_offset(int round, int parity) const { return sl.mbox_off + static_cast<size_t>(round * 2 + parity) * sl.mbox_bytes; }
-  uint64_t sync_base(int to) const { return sync_remote[static_cast<size_t>(to)].addr; }
   size_t notice_cap_bytes() const { return notice_wire_bytes(cfg.notices); }
 };
 

@@ -167,14 +167,19 @@ class Invoker {
   std::unique_ptr<CallBarrier> call_barrier_;
   std::unique_ptr<Doorbells> bells_;
   std::vector<std::unique_ptr<Inbox>> inboxes_;
+  // Every thread's Messengers (messengers_slow); a thread keeps its own in t_global_. globals_mu_
+  // is held over their flushes only at teardown (flush_everything), when their threads are done;
+  // async_mu_ and err_mu_ are leaves (nothing is locked under them).
   std::mutex globals_mu_;
   std::vector<std::unique_ptr<MessengerGlobal>> globals_;
   std::atomic<uint64_t> next_serial_{1};
+  // Messengers with asynchronous calls in flight (note_async, drain_async_all).
   std::mutex async_mu_;
   std::vector<Messenger*> async_;
-  std::atomic<uint64_t> async_n_{0};
+  std::atomic<uint64_t> async_n_{0};  // async_.size(), stored release: flush_everything's acquire load
   std::atomic<bool> stop_{false};
   std::vector<std::thread> helpers_;
+  // Calls refused by the checks and the last reason (report, last_error).
   std::atomic<uint64_t> bad_calls_{0};
   mutable std::mutex err_mu_;
   std::string last_error_;
