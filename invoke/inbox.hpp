@@ -44,6 +44,7 @@ class Inbox {
   void deliver_send(int src_rank, std::vector<std::byte> frame);
   int index() const { return index_; }
   // Calls run so far (and bad calls skipped), for the barrier's counts.
+  // Acquire: pairs with count_executed's release.
   uint64_t executed() const { return executed_.load(std::memory_order_acquire); }
   // After the calls ran, and after any calls they made were counted as sent (the barrier's
   // order); only the thread polling this inbox (busy_) writes it.
@@ -84,15 +85,19 @@ class Inbox {
 
   Invoker& inv_;
   int index_;
+  // One poller at a time: taken by test_and_set (acquire), let go by clear (release), so the
+  // next poller sees the positions and counts (announced_seen_, sends_seen_) the last one left.
   std::atomic_flag busy_ = ATOMIC_FLAG_INIT;
   std::atomic<uint64_t> executed_{0};  // written by the one poller (busy_), read by the barrier
   std::vector<std::unique_ptr<Channel>> channels_;
   std::unordered_map<uint64_t, Channel*> by_sender_;
   tbb::concurrent_queue<Announcement> announced_;
+  // Bumped after the push (seq_cst: before the bell is read, doorbell.hpp); the poller's acquire
+  // load pairs with it, so the entries it counts are in the queue.
   std::atomic<uint64_t> announced_n_{0};
   uint64_t announced_seen_ = 0;
   tbb::concurrent_queue<std::pair<int, std::vector<std::byte>>> sends_;
-  std::atomic<uint64_t> sends_n_{0};
+  std::atomic<uint64_t> sends_n_{0};  // as announced_n_, for sends_
   uint64_t sends_seen_ = 0;
   std::atomic<bool> took_sends_{false};  // written by whichever thread polls (a helper too)
   memory::RDMAMemory scratch_;  // landing word for notification FETCH_ADDs

@@ -13,6 +13,8 @@ namespace loom::invoke {
 
 namespace {
 
+// Stored release once the Invoker is whole (and retracted before teardown), loaded acquire by
+// current(): a thread that finds it sees everything the constructor made.
 std::atomic<Invoker*> g_current{nullptr};
 std::atomic<bool> g_exists{false};
 // Service handlers run on the service thread and may see a request for an Invoker that is being
@@ -103,7 +105,7 @@ Invoker::~Invoker() {
     log::error("invoke teardown: ", e.what());
   }
   rt_.bootstrap().barrier();  // every process is done calling; every call made is in its receiver's memory
-  stop_.store(true, std::memory_order_release);
+  stop_.store(true, std::memory_order_release);  // pairs with helper_loop's acquire load
   for (auto& t : helpers_) t.join();
   try {
     report_unrun();

@@ -12,6 +12,8 @@ namespace {
 std::atomic<Context*> g_current{nullptr};
 }  // namespace
 
+// g_current is claimed (CAS) when construction starts, to refuse a second Context; other threads
+// use it only after the constructor's collective barrier, which orders the rest.
 Context* Context::current_or_null() noexcept { return g_current.load(std::memory_order_acquire); }
 
 Context& Context::current() {
@@ -109,7 +111,7 @@ uint32_t Context::attach(void* object, const std::type_info& type) {
     if (next_id_ == kMaxObjects) fail("objects: more than ", kMaxObjects, " objects made on one Context");
     id = next_id_++;
     objects_[id].type.store(&type, std::memory_order_relaxed);
-    objects_[id].object.store(object, std::memory_order_release);
+    objects_[id].object.store(object, std::memory_order_release);  // after the type: pinned_slot loads the object first
   }
   for (uint32_t other : rt_.bootstrap().allgather_value(id))
     if (other != id) fail("objects: objects were made in different orders by different processes (object ", id, " here is ", other, " elsewhere)");
@@ -123,6 +125,8 @@ void Context::detach(uint32_t id) {
   Attached& a = objects_[id];
   a.object.store(nullptr, std::memory_order_seq_cst);
   wait::Backoff b(1u << 20);  // a pinned call is running now: yield to it, never sleep long
+  // Acquire: pairs with the unpinning fetch_sub (release) of each call that held a pin, so its
+  // uses of the object are done before the owner goes on to destroy it.
   while (a.pins.load(std::memory_order_acquire) != 0) b.pause();
 }
 

@@ -199,6 +199,8 @@ class LocalSlots : public ImmediateForms<LocalSlots<P>, P> {
   }
   void publish_word(size_t i, uint64_t w) {
     if (loop_ != nullptr) loop_->atomic_store(remote(&slots_[i].word), w);
+    // Release after the payload words: pairs with read()'s acquire load of the word, so a reader
+    // that sees w sees the payload written with it (over the fabric, the queue pair's order).
     else std::atomic_ref<uint64_t>(slots_[i].word).store(w, std::memory_order_release);
   }
 

@@ -18,6 +18,8 @@ namespace loom::memory {
 // Not virtual: the check sits on the allocation fast path and must inline to one load.
 class FlushSource {
  public:
+  // Acquire: pairs with advance_flush's release, so a thread that sees its tag complete sees the
+  // poll of the completion that proved it.
   uint64_t completed_flush() const { return completed_.load(std::memory_order_acquire); }
 
  protected:

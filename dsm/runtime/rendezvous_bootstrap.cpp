@@ -93,6 +93,8 @@ std::vector<std::vector<std::byte>> RendezvousBootstrap::allgather(std::span<con
     const size_t n = std::min(kSlotBytes, mine.size() - offset);
     if (n != 0) std::memcpy(slot(rank_), mine.data() + offset, n);
     const uint64_t remaining_after = mine.size() - offset - n;
+    // Release after the slot's bytes: pairs with the acquire loads below (other local ranks) and
+    // in node_part (the leader sending the node's slots up).
     lengths()[rank_].store((static_cast<uint64_t>(n) << 1) | (remaining_after != 0 ? 1u : 0u), std::memory_order_release);
     fence(FenceKind::Allgather);
     bool more = false;
@@ -117,6 +119,8 @@ void RendezvousBootstrap::fence(FenceKind kind) {
   Header* h = header();
   const uint32_t gen = h->generation.load(std::memory_order_acquire);
   if (local_rank_ != 0) {
+    // Release: this rank's writes before the fence reach the leader, whose acquire load of the
+    // count (leader_wait_for_arrivals) pairs with it.
     h->arrived.fetch_add(1, std::memory_order_acq_rel);
     wait::futex_wake_all(&h->arrived);
     wait_while(h->generation, gen);
@@ -140,6 +144,8 @@ void RendezvousBootstrap::fence(FenceKind kind) {
     ++seq_;
   }
   h->arrived.store(0, std::memory_order_relaxed);
+  // Release: the leader's writes (the other nodes' slots, take_parts) and the count reset before
+  // the waiters' acquire load of the generation (wait_while) lets them go on.
   h->generation.fetch_add(1, std::memory_order_acq_rel);
   wait::futex_wake_all(&h->generation);
 }
@@ -199,7 +205,7 @@ void RendezvousBootstrap::take_parts(FenceKind kind, std::span<const std::byte> 
       auto bytes = part.bytes(word >> 1, "a slot");
       if (k == node_) continue;  // our own, already in place
       std::memcpy(slot(static_cast<int>(r)), bytes.data(), bytes.size());
-      lengths()[r].store(word, std::memory_order_release);
+      lengths()[r].store(word, std::memory_order_release);  // after the slot's bytes, as above
     }
     if (!part.at_end()) fail("bootstrap: node ", k, "'s part has bytes after its end");
   }

@@ -221,12 +221,18 @@ class Transmitter : public memory::FlushSource {
   bool single_thread_ = false;
   Lane own_lane_;  // single_thread_ only
 
-  // [since: high 32 bits][credits: low 32 bits], changed together by one CAS.
+  // [since: high 32 bits][credits: low 32 bits], changed together by one CAS. Only read-modify-
+  // writes change it (post_slow and return_lane take, progress's add returns a batch's credits),
+  // acq_rel: a thread spending a credit sees the poll that returned it. The send queue's entries
+  // themselves are ordered by the queue pair.
   alignas(64) std::atomic<uint64_t> word_;
+  // Issue numbers drawn by signaled posts (add, acq_rel) before they are posted. A tag is read
+  // (acquire) after this thread's own post returned: it pairs with the draw of every signaled
+  // post it counts, so any issue above it was drawn, and posted, after ours.
   alignas(64) std::atomic<uint64_t> issued_{0};
   alignas(64) std::atomic<uint64_t> posts_{0};
   std::atomic<uint64_t> unposted_issues_{0};  // issue numbers drawn by posts the QP refused
-  std::atomic<uint32_t> lanes_{0};
+  std::atomic<uint32_t> lanes_{0};  // batching lanes: a bound (max_lanes_); publishes nothing else
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint8_t> last_error_{0};
   std::mutex handler_mu_;
