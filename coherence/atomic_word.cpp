@@ -78,6 +78,17 @@ uint64_t Space::Impl::atomic_op(int home, uint32_t slot, fabric::Opcode op, uint
   return old;
 }
 
+void Space::fence(AtomicWord& word) {
+  if (word.space_ != this) fail("coherence: Space::fence through an AtomicWord this Space did not make");
+  Impl& I = *impl_;
+  I.atomic_op(word.home_, word.slot_, fabric::Opcode::Read, 0, 0, Order::AcqRel);
+  if (I.dir_mode) return;  // the directory's invalidation flags reached the acquire above
+  region::InRuntime ir;
+  std::lock_guard<std::mutex> g(I.fence.mu);
+  std::optional<LaneGuard> lane;
+  I.apply_lease_bound(lane, I.fence.acq_ts + 1);
+}
+
 uint64_t AtomicWord::fetch_add(uint64_t v, Order o) {
   if (space_ == nullptr) fail("coherence: use of an AtomicWord not made by Space::make_atomic");
   return space_->impl_->atomic_op(home_, slot_, fabric::Opcode::FetchAdd, v, 0, o);

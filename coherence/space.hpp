@@ -187,6 +187,13 @@ class Space final : public region::FaultSink {
   void barrier(const std::source_location& where = std::source_location::current());
   // A release fence: this process's writes so far are published (and named by its notices).
   void release();
+  // A full fence for threads that wait by polling memory rather than by a synchronization object
+  // (OpenMP's `flush`): a release and an acquire through `word`, which carries the notices of
+  // every fence to the next; under the timestamp policies the acquire also moves this process's
+  // logical time on by one, so a copy polled fence after fence outlives its lease within
+  // `lease` fences and is checked against its directory entry — a write published by any
+  // release (a barrier's, a lock's, another fence's) reaches a thread that keeps fencing.
+  void fence(AtomicWord& word);
 
   // Explicit access (no faults): declare a read or a write of [p, p+n) before making it.
   void declare_read(const void* p, size_t n);

@@ -21,7 +21,7 @@ std::vector<AtomicSite> g_sites;  // sorted by pc; written once, before other th
 std::vector<AtomicSite> g_unsupported;
 uint64_t g_fences = 0, g_first_fence = 0;  // of g_sites, GCC's full fences (counted with them)
 std::atomic<AtomicRouter*> g_router{nullptr};
-std::atomic<uint64_t> g_shared{0}, g_local{0};
+std::atomic<uint64_t> g_shared{0}, g_local{0}, g_fences_run{0};
 struct sigaction g_previous {};
 constexpr uint8_t kBreakpoint = 0xcc;
 
@@ -107,19 +107,35 @@ AtomicEffect carry_out_locally(const AtomicSite& s, uintptr_t a, uint64_t src, u
 
 // Atomic across processes: the line's DSM lock is held from the read to the write, and its
 // release publishes the write (paired with the acquire of the next process to take it).
-AtomicEffect carry_out_shared(AtomicRouter& r, const AtomicSite& s, uintptr_t a, uint64_t src, uint64_t acc,
-                              uint64_t flags) {
-  // The step may fault on shared memory, which the region layer's SIGSEGV handler serves: it
-  // must not be blocked here (TSan's interceptor blocks every signal while a handler runs). The
-  // mask from before the trap comes back with the return. Local steps need no syscall.
+// A step that may fault on shared memory, which the region layer's SIGSEGV handler serves: it
+// must not be blocked here (TSan's interceptor blocks every signal while a handler runs). The
+// mask from before the trap comes back with the return. Local steps need no syscall.
+void unblock_segv() {
   sigset_t segv;
   sigemptyset(&segv);
   sigaddset(&segv, SIGSEGV);
   pthread_sigmask(SIG_UNBLOCK, &segv, nullptr);
+}
+
+AtomicEffect carry_out_shared(AtomicRouter& r, const AtomicSite& s, uintptr_t a, uint64_t src, uint64_t acc,
+                              uint64_t flags) {
+  unblock_segv();
   r.lock(a);
   AtomicEffect e = apply_atomic(s.op, s.width, load(a, s.width), src, acc, flags);
   if (e.store) store(a, s.width, e.memory);
   r.unlock(a);
+  return e;
+}
+
+// A fence across processes (the router's), then the instruction's own effect on the flags: `or
+// $0` leaves the stack word as it is, so nothing is stored. The stack may be region memory (rank
+// 0's master runs on it) made inaccessible by the acquire: its load may fault.
+AtomicEffect carry_out_fence(AtomicRouter& r, const AtomicSite& s, uintptr_t a, uint64_t src, uint64_t acc,
+                             uint64_t flags) {
+  unblock_segv();
+  r.fence();
+  AtomicEffect e = apply_atomic(s.op, s.width, load(a, s.width), src, acc, flags);
+  e.store = false;
   return e;
 }
 
@@ -142,7 +158,10 @@ void carry_out(const AtomicSite& s, greg_t* g) {
   const uint64_t flags = static_cast<uint64_t>(g[REG_EFL]);
   AtomicRouter* r = g_router.load(std::memory_order_acquire);
   AtomicEffect e;
-  if (r != nullptr && r->shared(a)) {
+  if (r != nullptr && s.is_fence()) {
+    e = carry_out_fence(*r, s, a, src, acc, flags);
+    g_fences_run.fetch_add(1, std::memory_order_relaxed);
+  } else if (r != nullptr && r->shared(a)) {
     e = carry_out_shared(*r, s, a, src, acc, flags);
     g_shared.fetch_add(1, std::memory_order_relaxed);
   } else {
@@ -217,7 +236,8 @@ void set_atomic_router(AtomicRouter* router) { g_router.store(router, std::memor
 
 InlineAtomicStats inline_atomic_stats() {
   return InlineAtomicStats{g_sites.size(), g_unsupported.size(), g_shared.load(std::memory_order_relaxed),
-                           g_local.load(std::memory_order_relaxed), g_fences, g_first_fence};
+                           g_local.load(std::memory_order_relaxed), g_fences, g_fences_run.load(std::memory_order_relaxed),
+                           g_first_fence};
 }
 
 std::vector<AtomicSite> unsupported_atomics() { return g_unsupported; }

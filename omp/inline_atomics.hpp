@@ -8,7 +8,8 @@
 // release: the new value reaches every process at its next acquire, and a `lock cmpxchg` loop
 // that read a stale value fails once and retries with the current one), elsewhere (a thread's
 // stack, private memory) with an atomic on the memory itself. Registers and flags are left as
-// the instruction would leave them.
+// the instruction would leave them. GCC's full fence (`omp flush`, `lock or $0, (%rsp)`) is a
+// fence across processes: a release, then an acquire (AtomicRouter::fence).
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -25,6 +26,9 @@ class AtomicRouter {
   virtual bool shared(uintptr_t address) = 0;  // region memory
   virtual void lock(uintptr_t address) = 0;    // acquire: a DSM lock for the address's line
   virtual void unlock(uintptr_t address) = 0;  // release
+  // A full fence across processes: this process's writes are published, and what any process
+  // published by a fence before is seen.
+  virtual void fence() = 0;
 };
 
 struct InlineAtomicStats {
@@ -33,6 +37,7 @@ struct InlineAtomicStats {
   uint64_t shared = 0;       // carried out on region memory
   uint64_t local = 0;        // carried out on other memory
   uint64_t fences = 0;       // of the sites, GCC's full fences (`omp flush`)
+  uint64_t fences_run = 0;   // fences carried out across processes
   uint64_t first_fence = 0;  // the first one's address
 };
 

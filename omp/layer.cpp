@@ -53,14 +53,6 @@ void Layer::replace_atomics() {
   if (rt_->size() < 2 || loom::settings::get_choice(settings::kInlineAtomics) == "native") return;
   const std::vector<PageRange> code = program_code();
   replace_inline_atomics(code, this);
-  const InlineAtomicStats st = inline_atomic_stats();
-  if (rt_->rank() == 0 && st.fences > 0) {
-    std::fprintf(stderr,
-                 "loom-omp: %lu `omp flush` fence(s) in the program, the first at %#lx: a flush publishes nothing to "
-                 "other processes, so threads that wait for each other by flags and flushes (not barriers, locks, "
-                 "atomics or critical) wait forever across processes (docs/openmp.md)\n",
-                 static_cast<unsigned long>(st.fences), static_cast<unsigned long>(st.first_fence));
-  }
   const std::vector<AtomicSite> left = unsupported_atomics();
   if (rt_->rank() == 0 && !left.empty()) {
     std::fprintf(stderr,
@@ -73,6 +65,7 @@ void Layer::replace_atomics() {
 bool Layer::shared(uintptr_t address) { return space_->address_space().find(reinterpret_cast<const void*>(address)) != nullptr; }
 void Layer::lock(uintptr_t address) { team_->atomic_start(address); }
 void Layer::unlock(uintptr_t address) { team_->atomic_end(address); }
+void Layer::fence() { team_->flush(); }
 
 Layer::~Layer() {
   set_atomic_router(nullptr);

@@ -42,6 +42,7 @@ class Layer : private AtomicRouter {
   bool shared(uintptr_t address) override;
   void lock(uintptr_t address) override;
   void unlock(uintptr_t address) override;
+  void fence() override;
   void replace_atomics();
   void make_heap();
 

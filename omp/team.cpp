@@ -58,6 +58,7 @@ Team::Team(coherence::Space& space) : space_(space) {
   unnamed_ = space.make_lock();
   for (size_t i = 0; i < kNamedLocks; ++i) named_.push_back(space.make_lock());
   for (size_t i = 0; i < kAtomicLocks; ++i) atomic_.push_back(space.make_lock());
+  flush_word_ = space.make_atomic();
   state() = ThreadState{};  // this thread's count of constructs starts with the team's words
   for (int t = 1; t < per_process_; ++t) threads_.push_back(rt.spawn_at(t, "omp-thread", [this, t] { run_regions(t); }));
 }
@@ -207,5 +208,6 @@ void Team::critical_start(const void* name) { lock_for(name).lock(); }
 void Team::critical_end(const void* name) { lock_for(name).unlock(); }
 void Team::atomic_start(uintptr_t address) { atomic_[(address >> 6) % kAtomicLocks].lock(); }
 void Team::atomic_end(uintptr_t address) { atomic_[(address >> 6) % kAtomicLocks].unlock(); }
+void Team::flush() { space_.fence(flush_word_); }
 
 }  // namespace loom::omp

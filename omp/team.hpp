@@ -81,6 +81,9 @@ class Team {
   // locks of their own, so an atomic inside a critical section never waits for itself.
   void atomic_start(uintptr_t address);
   void atomic_end(uintptr_t address);
+  // `omp flush` across processes: Space::fence through one atomic word of the team, which
+  // carries the write notices of every flush to the next (docs/openmp.md).
+  void flush();
 
  private:
   struct Descriptor;
@@ -103,6 +106,7 @@ class Team {
   coherence::Lock unnamed_;
   std::vector<coherence::Lock> named_;
   std::vector<coherence::Lock> atomic_;
+  coherence::AtomicWord flush_word_;
   std::vector<std::thread> threads_;
 };
 

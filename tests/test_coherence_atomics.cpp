@@ -72,6 +72,36 @@ TEST_P(RegionAtomics, MessagePassingThroughAWordCarriesPlainWrites) {
   s.destroy_region(r);
 }
 
+// Space::fence, for threads that poll plain memory: rank 1 caches a word, tells rank 0 so by a
+// flag both poll with fences, and polls the word with fences while rank 0 writes it under a lock
+// — a release whose notices go with the lock, never to the fence's word: rank 1 must still see
+// it (under the timestamp policies its copy outlives its lease as fences move its time on).
+TEST_P(RegionAtomics, PollingWithFencesSeesWritesPublishedByFencesAndByALock) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20, 4096, 0);
+  auto* words = r.new_array<uint64_t>(1024);  // [0]: rank 1's flag; [512]: written under the lock
+  auto fence_word = s.make_atomic();
+  auto lock = s.make_lock();
+  s.barrier();
+  if (me() == 0) {
+    do s.fence(fence_word);
+    while (words[0] != 1);
+    lock.lock();
+    words[512] = 7;
+    lock.unlock();
+  } else if (me() == 1) {
+    ASSERT_EQ(words[512], 0u);  // a cached copy from here on
+    words[0] = 1;
+    s.fence(fence_word);
+    uint64_t fences = 0;
+    do ++fences, s.fence(fence_word);
+    while (words[512] != 7);
+    EXPECT_GE(fences, 1u);
+  }
+  s.barrier();
+  s.destroy_region(r);
+}
+
 // A test-and-set lock on a region word (CAS acquire, store release) guards a plain counter.
 TEST_P(RegionAtomics, ASpinLockOnAWordGuardsAPlainCounter) {
   Space& s = space();

@@ -209,12 +209,16 @@ LOOM_TEST_ATOMICS uint8_t swap_byte_high(uint8_t* p, uint8_t v) {
   return static_cast<uint8_t>(rax >> 8);
 }
 
+// GCC's `omp flush` (__sync_synchronize).
+LOOM_TEST_ATOMICS void full_fence() { asm volatile("lock orq $0, (%%rsp)" ::: "memory", "cc"); }
+
 struct CountingRouter : AtomicRouter {
   uintptr_t lo = 0, hi = 0;
-  int locks = 0, unlocks = 0;
+  int locks = 0, unlocks = 0, fences = 0;
   bool shared(uintptr_t a) override { return a >= lo && a < hi; }
   void lock(uintptr_t) override { ++locks; }
   void unlock(uintptr_t) override { ++unlocks; }
+  void fence() override { ++fences; }
 };
 
 TEST(OmpInlineAtomics, ReplacedInstructionsDoWhatTheyDidAndSharedOnesTakeTheLock) {
@@ -224,7 +228,8 @@ TEST(OmpInlineAtomics, ReplacedInstructionsDoWhatTheyDidAndSharedOnesTakeTheLock
   router.hi = router.lo + sizeof shared_words;
   const PageRange code{reinterpret_cast<uintptr_t>(__start_loom_test_atomics), reinterpret_cast<uintptr_t>(__stop_loom_test_atomics)};
   replace_inline_atomics(std::span<const PageRange>(&code, 1), &router);
-  EXPECT_EQ(inline_atomic_stats().sites, 5u);
+  EXPECT_EQ(inline_atomic_stats().sites, 6u);
+  EXPECT_EQ(inline_atomic_stats().fences, 1u);
 
   add_to(&shared_words[0], 40);
   add_to(&shared_words[0], 2);
@@ -254,13 +259,21 @@ TEST(OmpInlineAtomics, ReplacedInstructionsDoWhatTheyDidAndSharedOnesTakeTheLock
   EXPECT_EQ(swap_byte_high(&byte, 0xaa), 0x55);
   EXPECT_EQ(byte, 0xaa);
 
+  const int locks_before = router.locks;
+  full_fence();
+  EXPECT_EQ(router.fences, 1) << "a full fence is the router's fence across processes";
+  EXPECT_EQ(router.locks, locks_before) << "and takes no atomic lock";
+
   const InlineAtomicStats stats = inline_atomic_stats();
   EXPECT_EQ(stats.shared, 4u);
   EXPECT_EQ(stats.local, 5u);
+  EXPECT_EQ(stats.fences_run, 1u);
   set_atomic_router(nullptr);
   add_to(&shared_words[0], 1);
   EXPECT_EQ(shared_words[0], 43u);
   EXPECT_EQ(router.locks, 4) << "without a router every atomic is local";
+  full_fence();
+  EXPECT_EQ(router.fences, 1) << "and every fence a plain one";
 }
 
 }  // namespace
