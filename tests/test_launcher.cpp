@@ -30,8 +30,12 @@ using loom::test::run;
 class Launcher : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("loom-launcher-test-" + std::to_string(getpid()) + "-" +
-                                        testing::UnitTest::GetInstance()->current_test_info()->name());
+    // A parameterized test's name holds a '/' (TheJobEndsNamingTheRank/exit_barrier): as a path
+    // it made a directory inside another, and TearDown left the outer one behind in /tmp.
+    std::string name = testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '_');
+    dir_ = fs::temp_directory_path() / ("loom-launcher-test-" + std::to_string(getpid()) + "-" + name);
+    ASSERT_EQ(dir_.parent_path(), fs::temp_directory_path()) << "one directory per test, removed whole by TearDown";
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
