@@ -74,6 +74,12 @@ bool start_loop(const LoopSpec& l, T* istart, T* iend) {
   return next_bounds(istart, iend);
 }
 
+template <typename T>
+bool start_ordered_loop(const LoopSpec& l, T* istart, T* iend) {
+  Team::loop_start_ordered(l);
+  return next_bounds(istart, iend);
+}
+
 }  // namespace
 }  // namespace loom::omp
 
@@ -126,6 +132,33 @@ LOOM_OMP_API bool GOMP_loop_start(long start, long end, long incr, long sched, l
   return istart == nullptr || lo::next_bounds(istart, iend);
 }
 
+// Loops with `ordered` sections (GOMP_ordered_start in their bodies).
+#define LOOM_OMP_ORDERED_LOOP(NAME, KIND)                                                                            \
+  LOOM_OMP_API bool GOMP_loop_ordered_##NAME##_start(long start, long end, long incr, long chunk, long* istart,      \
+                                                     long* iend) {                                                   \
+    return lo::start_ordered_loop(lo::signed_loop(start, end, incr, KIND, chunk), istart, iend);                     \
+  }                                                                                                                  \
+  LOOM_OMP_API bool GOMP_loop_ordered_##NAME##_next(long* istart, long* iend) { return lo::next_bounds(istart, iend); }
+
+LOOM_OMP_ORDERED_LOOP(static, ScheduleKind::Static)
+LOOM_OMP_ORDERED_LOOP(dynamic, ScheduleKind::Dynamic)
+LOOM_OMP_ORDERED_LOOP(guided, ScheduleKind::Guided)
+
+LOOM_OMP_API bool GOMP_loop_ordered_runtime_start(long start, long end, long incr, long* istart, long* iend) {
+  return lo::start_ordered_loop(lo::with_runtime_schedule(lo::signed_loop(start, end, incr, ScheduleKind::Static, 0)),
+                                istart, iend);
+}
+LOOM_OMP_API bool GOMP_loop_ordered_runtime_next(long* istart, long* iend) { return lo::next_bounds(istart, iend); }
+
+LOOM_OMP_API bool GOMP_loop_ordered_start(long start, long end, long incr, long sched, long chunk, long* istart,
+                                          long* iend, uintptr_t* reductions, void** mem) {
+  Team::loop_start_ordered(lo::scheduled(lo::signed_loop(start, end, incr, ScheduleKind::Static, chunk), sched, reductions, mem));
+  return istart == nullptr || lo::next_bounds(istart, iend);
+}
+
+LOOM_OMP_API void GOMP_ordered_start() { Team::ordered_start(); }
+LOOM_OMP_API void GOMP_ordered_end() {}  // the turn passes when the chunk ends
+
 LOOM_OMP_API void GOMP_loop_end() { Team::barrier(); }
 LOOM_OMP_API void GOMP_loop_end_nowait() {}
 LOOM_OMP_API bool GOMP_loop_end_cancel() {
@@ -164,5 +197,29 @@ LOOM_OMP_ULL_RUNTIME_LOOP(maybe_nonmonotonic_runtime)
 LOOM_OMP_API bool GOMP_loop_ull_start(bool up, ull start, ull end, ull incr, long sched, ull chunk, ull* istart,
                                       ull* iend, uintptr_t* reductions, void** mem) {
   Team::loop_start(lo::scheduled(lo::unsigned_loop(up, start, end, incr, ScheduleKind::Static, chunk), sched, reductions, mem));
+  return istart == nullptr || lo::next_bounds(istart, iend);
+}
+
+#define LOOM_OMP_ULL_ORDERED_LOOP(NAME, KIND)                                                                        \
+  LOOM_OMP_API bool GOMP_loop_ull_ordered_##NAME##_start(bool up, ull start, ull end, ull incr, ull chunk,          \
+                                                         ull* istart, ull* iend) {                                   \
+    return lo::start_ordered_loop(lo::unsigned_loop(up, start, end, incr, KIND, chunk), istart, iend);               \
+  }                                                                                                                  \
+  LOOM_OMP_API bool GOMP_loop_ull_ordered_##NAME##_next(ull* istart, ull* iend) { return lo::next_bounds(istart, iend); }
+
+LOOM_OMP_ULL_ORDERED_LOOP(static, ScheduleKind::Static)
+LOOM_OMP_ULL_ORDERED_LOOP(dynamic, ScheduleKind::Dynamic)
+LOOM_OMP_ULL_ORDERED_LOOP(guided, ScheduleKind::Guided)
+
+LOOM_OMP_API bool GOMP_loop_ull_ordered_runtime_start(bool up, ull start, ull end, ull incr, ull* istart, ull* iend) {
+  return lo::start_ordered_loop(
+      lo::with_runtime_schedule(lo::unsigned_loop(up, start, end, incr, ScheduleKind::Static, 0)), istart, iend);
+}
+LOOM_OMP_API bool GOMP_loop_ull_ordered_runtime_next(ull* istart, ull* iend) { return lo::next_bounds(istart, iend); }
+
+LOOM_OMP_API bool GOMP_loop_ull_ordered_start(bool up, ull start, ull end, ull incr, long sched, ull chunk,
+                                              ull* istart, ull* iend, uintptr_t* reductions, void** mem) {
+  Team::loop_start_ordered(
+      lo::scheduled(lo::unsigned_loop(up, start, end, incr, ScheduleKind::Static, chunk), sched, reductions, mem));
   return istart == nullptr || lo::next_bounds(istart, iend);
 }

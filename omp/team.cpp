@@ -2,6 +2,7 @@
 
 #include <functional>
 
+#include "loom/dsm/common/backoff.hpp"
 #include "loom/dsm/common/error.hpp"
 #include "loom/dsm/runtime/runtime.hpp"
 
@@ -35,6 +36,11 @@ struct Team::ThreadState {
   uint64_t constructs = 0;  // worksharing constructs this thread has met (the same count in every thread)
   LoopSpec loop;
   uint64_t loop_construct = 0, loop_trip = 0;
+  // An ordered loop: its turn word's construct, the chunk this thread holds, and whether that
+  // chunk has its turn.
+  bool ordered = false, holding = false, turn = false;
+  uint64_t ordered_construct = 0;
+  IterRange chunk;
 };
 
 Team::ThreadState& Team::state() {
@@ -165,15 +171,59 @@ void Team::loop_start(const LoopSpec& loop) {
   s.loop = loop;
   s.loop_construct = s.constructs++;
   s.loop_trip = 0;
+  s.ordered = s.holding = s.turn = false;
+}
+
+void Team::loop_start_ordered(const LoopSpec& loop) {
+  loop_start(loop);
+  ThreadState& s = state();
+  s.ordered = s.team != nullptr;
+  s.ordered_construct = s.constructs++;
+}
+
+void Team::ordered_start() {
+  ThreadState& s = state();
+  if (s.ordered && s.holding && !s.turn) s.team->wait_turn(s);
+}
+
+// The turn word holds the first iteration of the chunk whose turn it is (an older tag: this
+// loop's first chunk, iteration 0).
+void Team::wait_turn(ThreadState& s) {
+  uint64_t tag = 0;
+  auto w = word_for(s.ordered_construct, tag);
+  wait::Backoff backoff;
+  while (true) {
+    const uint64_t cur = w.load(coherence::Order::Acquire);  // pairs with hand_on_turn's release
+    const uint64_t seen = cur >> kNextBits;
+    if (seen != tag && newer(seen, tag)) fail_ahead();
+    if ((seen == tag ? (cur & kNextMask) : 0) == s.chunk.first) break;
+    backoff.pause();
+  }
+  s.turn = true;
+}
+
+void Team::hand_on_turn(ThreadState& s) {
+  if (!s.turn) wait_turn(s);
+  uint64_t tag = 0;
+  word_for(s.ordered_construct, tag).store((tag << kNextBits) | s.chunk.last, coherence::Order::Release);
+  s.holding = s.turn = false;
 }
 
 std::optional<IterRange> Team::loop_next() {
   ThreadState& s = state();
+  if (s.holding) s.team->hand_on_turn(s);
   const LoopSpec& l = s.loop;
   const int threads = s.team != nullptr ? s.team->size_ : 1;
+  std::optional<IterRange> r;
   if (l.kind == ScheduleKind::Static || l.kind == ScheduleKind::Auto || s.team == nullptr)
-    return static_range(l.n, threads, s.team != nullptr ? s.num : 0, l.chunk, s.loop_trip++);
-  return s.team->take_chunk(l, s.loop_construct);
+    r = static_range(l.n, threads, s.team != nullptr ? s.num : 0, l.chunk, s.loop_trip++);
+  else
+    r = s.team->take_chunk(l, s.loop_construct);
+  if (s.ordered && r) {
+    s.chunk = *r;
+    s.holding = true;
+  }
+  return r;
 }
 
 // The next chunk of a dynamic or guided loop from the construct's word.

@@ -74,6 +74,12 @@ class Team {
   static void loop_start(const LoopSpec& loop);
   static std::optional<IterRange> loop_next();
   static const LoopSpec& current_loop();
+  // A loop with `ordered` sections: its chunks take turns, in the order of their iterations.
+  // ordered_start waits for the turn of the calling thread's chunk (the chunks before it have
+  // ended: their sections ran, and their writes are released to it); the chunk hands the turn on
+  // when it ends (at the next loop_next), whether or not a section ran in it.
+  static void loop_start_ordered(const LoopSpec& loop);
+  static void ordered_start();
   // Critical sections exclude every thread of the job, inside a region or not.
   void critical_start(const void* name = nullptr);
   void critical_end(const void* name = nullptr);
@@ -93,6 +99,8 @@ class Team {
   void run_region(int index);
   bool take_single(uint64_t construct);
   std::optional<IterRange> take_chunk(const LoopSpec& loop, uint64_t construct);
+  void wait_turn(ThreadState& s);
+  void hand_on_turn(ThreadState& s);
   coherence::AtomicRef word_for(uint64_t construct, uint64_t& tag);
   [[noreturn]] static void fail_ahead();
   coherence::Lock& lock_for(const void* name);
