@@ -76,6 +76,22 @@ LOOM_OMP_API void GOMP_parallel(void (*fn)(void*), void* data, unsigned num_thre
 
 LOOM_OMP_API void GOMP_barrier() { Team::barrier(); }
 
+// Cancellation is off (OpenMP's default, OMP_CANCELLATION unset or false; the layer refuses it
+// on): `cancel` and cancellation points do nothing and report no cancellation, as libgomp's do
+// then, and the construct runs to its end.
+LOOM_OMP_API bool GOMP_cancel(int which, bool do_cancel) {
+  (void)which, (void)do_cancel;
+  return false;
+}
+LOOM_OMP_API bool GOMP_cancellation_point(int which) {
+  (void)which;
+  return false;
+}
+LOOM_OMP_API bool GOMP_barrier_cancel() {
+  Team::barrier();
+  return false;
+}
+
 LOOM_OMP_API bool GOMP_single_start() { return Team::single_start(); }
 
 LOOM_OMP_API void GOMP_critical_start() { loom::omp::critical_start(nullptr); }

@@ -1,7 +1,9 @@
 #include "loom/omp/layer.hpp"
 
 #include <cstdio>
+#include <cctype>
 #include <cstdlib>
+#include <string>
 
 #include "loom/dsm/common/error.hpp"
 #include "loom/omp/program_data.hpp"
@@ -17,12 +19,26 @@ Schedule schedule_from_env() {
   return s != nullptr ? parse_schedule(s) : Schedule{};
 }
 
+// OMP_CANCELLATION: false (OpenMP's default) is what the layer does; true is refused.
+void refuse_cancellation() {
+  const char* c = std::getenv("OMP_CANCELLATION");
+  if (c == nullptr) return;
+  std::string v(c);
+  for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (v == "false") return;
+  if (v == "true")
+    fail("omp: OMP_CANCELLATION=true: the Loom OpenMP layer does not cancel constructs (unset it, or set it to false: "
+         "`cancel` is then ignored and every construct runs to its end)");
+  fail("omp: OMP_CANCELLATION=", c, " is neither true nor false");
+}
+
 }  // namespace
 
 Layer* Layer::find() { return g_layer; }
 
 Layer::Layer(int& argc, char**& argv, bool with_heap) : schedule_(schedule_from_env()) {
   if (g_layer != nullptr) fail("omp: one layer per process");
+  refuse_cancellation();
   rt_ = std::make_unique<Runtime>(argc, argv);
   space_ = std::make_unique<coherence::Space>(*rt_);
   // Every process has run the same start-up on the same layout: the globals hold the same bytes
