@@ -74,7 +74,28 @@ Lock Space::make_lock(const std::source_location& where) {
   return l;
 }
 
-void Lock::lock() {
+void Lock::lock() { take(false); }
+bool Lock::try_lock() { return take(true); }
+
+// Pairs with the predecessor's grant WRITE in unlock(). A predecessor that is gone (it left or
+// died holding or awaiting the lock) never grants: checked between sleeps, and named.
+void Space::Impl::wait_for_grant(const uint64_t* q, int prank, uint32_t slot, int home) {
+  std::atomic_ref<uint64_t> granted(const_cast<uint64_t&>(q[1]));
+  wait::Backoff b(kHandoffYields);
+  wait::StallWatch stall;
+  while (granted.load(std::memory_order_acquire) == 0) {
+    if (b.should_sleep()) rt.peers().check(prank, "coherence: lock ", slot, " is lost: the rank ahead of this thread in its queue");
+    b.pause();
+    stall.check([&] {
+      return "coherence: Lock::lock waits for lock " + std::to_string(slot) + " (home rank " + std::to_string(home) +
+             "), which rank " + std::to_string(prank) + " holds or waits for ahead of this thread";
+    });
+  }
+}
+
+// Swings the lock's tail to this thread's queue node (try_only: from an empty queue only, else
+// returns false having changed nothing), waits for a predecessor's grant, then acquires.
+bool Lock::take(bool try_only) {
   if (space_ == nullptr) fail("coherence: lock() on a Lock not made by Space::make_lock");
   Space::Impl& I = *space_->impl_;
   if (held_index(space_, slot_) >= 0) fail("coherence: this thread already holds lock ", slot_);
@@ -93,7 +114,10 @@ void Lock::lock() {
     // Swing the tail to our node; a predecessor learns our name from one WRITE.
     LaneGuard lane(I.lanes);
     uint64_t guess = 0;
-    while ((pred = lane->cas(home_, tail, I.sync.rkey(home_), guess, me)) != guess) guess = pred;
+    while ((pred = lane->cas(home_, tail, I.sync.rkey(home_), guess, me)) != guess) {
+      if (try_only) return false;
+      guess = pred;
+    }
     if (pred != 0) {
       size_t pidx;
       split_node_name(pred, I.n, slot_, "names queue node", prank, pidx);
@@ -102,22 +126,7 @@ void Lock::lock() {
       lane->wait();
     }
   }
-  if (pred != 0) {
-    // Pairs with the predecessor's grant WRITE in unlock(). A predecessor that is gone (it left
-    // or died holding or awaiting the lock) never grants: checked between sleeps, and named.
-    std::atomic_ref<uint64_t> granted(q[1]);
-    wait::Backoff b(kHandoffYields);
-    wait::StallWatch stall;
-    while (granted.load(std::memory_order_acquire) == 0) {
-      if (b.should_sleep())
-        I.rt.peers().check(prank, "coherence: lock ", slot_, " is lost: the rank ahead of this thread in its queue");
-      b.pause();
-      stall.check([&] {
-        return "coherence: Lock::lock waits for lock " + std::to_string(slot_) + " (home rank " + std::to_string(home_) +
-               "), which rank " + std::to_string(prank) + " holds or waits for ahead of this thread";
-      });
-    }
-  }
+  if (pred != 0) I.wait_for_grant(q, prank, slot_, home_);
   t_depth_used |= 1u << depth;
   t_held[static_cast<size_t>(t_nheld++)] = Held{space_, slot_, depth};
   // Acquire: the notices the last holder left with the lock.
@@ -127,6 +136,7 @@ void Lock::lock() {
   lane->post(home_, fabric::Opcode::Read, Scratch::kNoticesIn, static_cast<uint32_t>(len), tail + 64, I.sync.rkey(home_));
   lane->wait();
   I.acquire_wire(std::span<const uint8_t>(lane->bytes(Scratch::kNoticesIn), len), "lock ", slot_);
+  return true;
 }
 
 // Hands the lock on: swings the tail back if nobody queued, else waits for the successor's

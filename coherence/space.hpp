@@ -97,7 +97,12 @@ class SyncObject {
 class Lock : public SyncObject {
  public:
   void lock();
+  // lock() if nobody holds or waits for the lock now (one CAS); false, and nothing held, if not.
+  bool try_lock();
   void unlock();
+
+ private:
+  bool take(bool try_only);
 };
 
 // A shared 8-byte word operated on with fabric atomics, with acquire/release options.

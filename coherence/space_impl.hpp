@@ -355,6 +355,7 @@ struct Space::Impl {
 
   // ---- locks (lock.cpp) ----
   void hand_on_lock(Lane& l, uint64_t* q, uint64_t me, int home, uint32_t slot, uint64_t tail);
+  void wait_for_grant(const uint64_t* q, int prank, uint32_t slot, int home);
 
   // ---- atomic words (atomic_word.cpp) ----
   uint64_t atomic_op(int home, uint32_t slot, fabric::Opcode op, uint64_t a, uint64_t b, Order o);

@@ -17,6 +17,7 @@ void on_private_stack(void (*fn)(void*), void* arg);
 // A critical section (or omp lock) named by an address (nullptr: the unnamed one).
 void critical_start(const void* name);
 void critical_end(const void* name);
+bool critical_try(const void* name);  // critical_start if the section is free now
 // While set, a SIGSEGV handler the program installs goes behind the region layer's (signals.cpp).
 void keep_segv_handler_first(bool yes);
 // The program's heap (malloc.cpp): from start_program_heap on, what code in [code_lo, code_hi)

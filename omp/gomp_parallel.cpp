@@ -29,6 +29,17 @@ void critical_start(const void* name) {
 void critical_end(const void* name) {
   on_private_stack([](void* n) { layer().team().critical_end(n); }, const_cast<void*>(name));
 }
+bool critical_try(const void* name) {
+  struct Try {
+    const void* name;
+    bool taken;
+  } t{name, false};
+  on_private_stack([](void* p) {
+    auto* t = static_cast<Try*>(p);
+    t->taken = layer().team().critical_try(t->name);
+  }, &t);
+  return t.taken;
+}
 
 Layer& layer() {
   Layer* l = Layer::find();

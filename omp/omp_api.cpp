@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <unordered_map>
 
 #include "loom/dsm/common/error.hpp"
 #include "loom/omp/abi.hpp"
@@ -114,3 +115,33 @@ LOOM_OMP_API void omp_init_lock(omp_lock_t*) {}
 LOOM_OMP_API void omp_destroy_lock(omp_lock_t*) {}
 LOOM_OMP_API void omp_set_lock(omp_lock_t* l) { lo::critical_start(l); }
 LOOM_OMP_API void omp_unset_lock(omp_lock_t* l) { lo::critical_end(l); }
+LOOM_OMP_API int omp_test_lock(omp_lock_t* l) { return lo::critical_try(l) ? 1 : 0; }
+
+// Nestable locks: the same critical sections, with the depth its holder has taken each to kept
+// by the holder (only the holder asks whether it holds one).
+namespace {
+thread_local std::unordered_map<const void*, int> t_nest_depth;
+}  // namespace
+LOOM_OMP_API void omp_init_nest_lock(omp_nest_lock_t*) {}
+LOOM_OMP_API void omp_destroy_nest_lock(omp_nest_lock_t*) {}
+LOOM_OMP_API void omp_set_nest_lock(omp_nest_lock_t* l) {
+  int& depth = t_nest_depth[l];
+  if (depth == 0) lo::critical_start(l);
+  ++depth;
+}
+LOOM_OMP_API void omp_unset_nest_lock(omp_nest_lock_t* l) {
+  auto it = t_nest_depth.find(l);
+  if (it == t_nest_depth.end() || it->second == 0) loom::fail("omp: omp_unset_nest_lock of a lock this thread does not hold");
+  if (--it->second == 0) {
+    t_nest_depth.erase(it);
+    lo::critical_end(l);
+  }
+}
+LOOM_OMP_API int omp_test_nest_lock(omp_nest_lock_t* l) {
+  int& depth = t_nest_depth[l];
+  if (depth == 0 && !lo::critical_try(l)) {
+    t_nest_depth.erase(l);
+    return 0;
+  }
+  return ++depth;
+}

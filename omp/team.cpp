@@ -58,11 +58,11 @@ Team::Team(coherence::Space& space) : space_(space) {
     if (a != here)
       fail("omp: the processes run the program at different addresses; start them with one layout "
            "(loomrun --same-layout, or setarch -R under another launcher)");
-  control_ = &space.create_region(3 * 4096, 4096, 0);
+  control_ = &space.create_region(4 * 4096, 4096, 0);
   desc_ = static_cast<Descriptor*>(control_->allocate(sizeof(Descriptor), 64));
   words_ = space.new_atomic_words(*control_, kWords);
   unnamed_ = space.make_lock();
-  for (size_t i = 0; i < kNamedLocks; ++i) named_.push_back(space.make_lock());
+  named_ = std::make_unique<NamedLocks>(space, *control_);
   for (size_t i = 0; i < kAtomicLocks; ++i) atomic_.push_back(space.make_lock());
   flush_word_ = space.make_atomic();
   state() = ThreadState{};  // this thread's count of constructs starts with the team's words
@@ -251,10 +251,11 @@ void Team::fail_ahead() {
 
 coherence::Lock& Team::lock_for(const void* name) {
   if (name == nullptr) return unnamed_;
-  return named_[std::hash<const void*>{}(name) % kNamedLocks];
+  return named_->of(name);
 }
 
 void Team::critical_start(const void* name) { lock_for(name).lock(); }
+bool Team::critical_try(const void* name) { return lock_for(name).try_lock(); }
 void Team::critical_end(const void* name) { lock_for(name).unlock(); }
 void Team::atomic_start(uintptr_t address) { atomic_[(address >> 6) % kAtomicLocks].lock(); }
 void Team::atomic_end(uintptr_t address) { atomic_[(address >> 6) % kAtomicLocks].unlock(); }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "loom/coherence/space.hpp"
+#include "loom/omp/named_locks.hpp"
 #include "loom/omp/schedule.hpp"
 
 namespace loom::omp {
@@ -33,7 +34,6 @@ struct LoopSpec {
 class Team {
  public:
   static constexpr size_t kWords = 256;       // worksharing constructs in flight without a barrier
-  static constexpr size_t kNamedLocks = 16;   // named criticals hash onto these
   static constexpr size_t kAtomicLocks = 16;  // the program's inline atomics hash onto these (by 64-byte line)
 
   // Collective, by one thread of each process (its main thread): makes the team's shared state
@@ -80,8 +80,10 @@ class Team {
   // when it ends (at the next loop_next), whether or not a section ran in it.
   static void loop_start_ordered(const LoopSpec& loop);
   static void ordered_start();
-  // Critical sections exclude every thread of the job, inside a region or not.
+  // Critical sections exclude every thread of the job, inside a region or not: the unnamed one,
+  // and one per name (an OpenMP lock variable is one too).
   void critical_start(const void* name = nullptr);
+  bool critical_try(const void* name);  // critical_start if nobody holds or waits for it now
   void critical_end(const void* name = nullptr);
   // An inline atomic on shared memory (inline_atomics.hpp) holds the lock of its 64-byte line:
   // locks of their own, so an atomic inside a critical section never waits for itself.
@@ -112,7 +114,7 @@ class Team {
   Descriptor* desc_ = nullptr;
   uint64_t* words_ = nullptr;  // kWords atomic words in control_
   coherence::Lock unnamed_;
-  std::vector<coherence::Lock> named_;
+  std::unique_ptr<NamedLocks> named_;
   std::vector<coherence::Lock> atomic_;
   coherence::AtomicWord flush_word_;
   std::vector<std::thread> threads_;
