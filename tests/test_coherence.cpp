@@ -50,6 +50,37 @@ TEST_P(Coherence, RegionAtSameAddressEverywhere) {
   s.destroy_region(r);
 }
 
+// try_lock: false while another process holds the lock (nothing taken, nothing to give back),
+// true once it is free, and then an acquire like lock()'s: the holder's writes are seen.
+TEST_P(Coherence, TryLockTakesOnlyAFreeLockAndAcquires) {
+  Space& s = space();
+  auto& r = s.create_region(1 << 20);
+  auto* value = r.new_array<uint64_t>(1);
+  Lock l = s.make_lock();
+  s.barrier();
+  if (me() == 0) {
+    l.lock();
+    *value = 41;
+  }
+  rt().barrier();
+  if (me() != 0) {
+    EXPECT_FALSE(l.try_lock()) << "rank 0 holds it";
+  }
+  rt().barrier();
+  if (me() == 0) l.unlock();
+  rt().barrier();
+  if (me() == np() - 1) {
+    while (!l.try_lock()) std::this_thread::yield();
+    EXPECT_EQ(*value, 41u) << "the holder's write, released with the lock";
+    *value = 42;
+    l.unlock();
+  }
+  s.barrier();
+  EXPECT_EQ(*value, 42u);
+  s.barrier();
+  s.destroy_region(r);
+}
+
 // Message passing through a lock: data written before the release is seen after the acquire.
 TEST_P(Coherence, MessagePassingThroughLock) {
   Space& s = space();
