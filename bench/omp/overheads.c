@@ -9,6 +9,8 @@
 
 static long counter;
 static double sink;
+static omp_lock_t lock;
+static long next_in_order;
 
 static double per_op(double t0, double t1, int reps) { return (t1 - t0) * 1e6 / reps; }
 
@@ -88,6 +90,46 @@ int main(int argc, char** argv) {
     counter--;
   }
   t1 = omp_get_wtime();
+  if (counter != 0) {
+    fprintf(stderr, "omp_overheads: %ld left after the critical decrements\n", counter);
+    return 1;
+  }
   printf("%s,%d,critical,%.3f\n", label, threads, per_op(t0, t1, each));
-  return counter == 0 ? 0 : 1;
+  omp_init_lock(&lock);
+  t0 = omp_get_wtime();
+#pragma omp parallel
+  for (int r = 0; r < each; ++r) {
+    omp_set_lock(&lock);
+    counter++;
+    omp_unset_lock(&lock);
+  }
+  t1 = omp_get_wtime();
+  omp_destroy_lock(&lock);
+  if (counter != (long)each * threads) {
+    fprintf(stderr, "omp_overheads: %ld increments under a lock, not %ld\n", counter, (long)each * threads);
+    return 1;
+  }
+  printf("%s,%d,lock,%.3f\n", label, threads, per_op(t0, t1, each));
+  t0 = omp_get_wtime();
+#pragma omp parallel
+  for (int r = 0; r < each; ++r) {
+#pragma omp flush
+  }
+  t1 = omp_get_wtime();
+  printf("%s,%d,flush,%.3f\n", label, threads, per_op(t0, t1, each));
+  // An ordered section per iteration, one iteration a chunk: the turn goes round the threads.
+  const int iterations = each * threads;
+  t0 = omp_get_wtime();
+#pragma omp parallel for ordered schedule(static, 1)
+  for (int i = 0; i < iterations; ++i) {
+#pragma omp ordered
+    if (next_in_order++ != i) counter = -1;
+  }
+  t1 = omp_get_wtime();
+  if (next_in_order != iterations || counter != (long)each * threads) {
+    fprintf(stderr, "omp_overheads: ordered sections ran out of order\n");
+    return 1;
+  }
+  printf("%s,%d,ordered,%.3f\n", label, threads, per_op(t0, t1, iterations));
+  return 0;
 }
