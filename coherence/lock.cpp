@@ -98,7 +98,10 @@ void Space::Impl::wait_for_grant(const uint64_t* q, int prank, uint32_t slot, in
 bool Lock::take(bool try_only) {
   if (space_ == nullptr) fail("coherence: lock() on a Lock not made by Space::make_lock");
   Space::Impl& I = *space_->impl_;
-  if (held_index(space_, slot_) >= 0) fail("coherence: this thread already holds lock ", slot_);
+  if (held_index(space_, slot_) >= 0) {
+    if (try_only) return false;
+    fail("coherence: this thread already holds lock ", slot_);
+  }
   if (t_nheld >= kMaxHeld) fail("coherence: a thread may hold at most ", kMaxHeld, " locks");
   const int depth = std::countr_one(t_depth_used);
   const size_t idx = I.sync.qnode_index(thread_slot(), depth);

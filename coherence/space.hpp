@@ -97,7 +97,8 @@ class SyncObject {
 class Lock : public SyncObject {
  public:
   void lock();
-  // lock() if nobody holds or waits for the lock now (one CAS); false, and nothing held, if not.
+  // lock() if nobody holds or waits for the lock now (one CAS); false, and nothing held, if not
+  // (this thread holding it included).
   bool try_lock();
   void unlock();
 

@@ -229,3 +229,28 @@ TEST_F(OmpTeam, NestedRegionsAreSerialized) {
     for (int t = 0; t < team.size(); ++t) EXPECT_EQ(g_shared->ran[t], 100u + static_cast<uint64_t>(t));
   });
 }
+
+// Every critical-section name (and OpenMP lock variable) is a lock of its own: a thread holds 16
+// at once — names 7 bytes apart, which hashed onto 16 locks shared some — and the table's
+// 512 entries hold 512 names; the next distinct name is an error naming the limit.
+TEST_F(OmpTeam, EveryNameIsALockOfItsOwnUpToTheTablesSize) {
+  with_team([](Team& team) {
+    constexpr size_t kEntries = loom::omp::NamedLocks::kEntries;
+    static char names[kEntries + 1];
+    for (int i = 0; i < 16; ++i) team.critical_start(&names[i * 7]);
+    EXPECT_FALSE(team.critical_try(&names[0])) << "held by this thread";
+    for (int i = 15; i >= 0; --i) team.critical_end(&names[i * 7]);
+    EXPECT_TRUE(team.critical_try(&names[0]));
+    team.critical_end(&names[0]);
+    for (size_t i = 0; i < kEntries; ++i) {
+      team.critical_start(&names[i]);
+      team.critical_end(&names[i]);
+    }
+    try {
+      team.critical_start(&names[kEntries]);
+      ADD_FAILURE() << "no error for name " << kEntries + 1;
+    } catch (const loom::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("more than 512 distinct OpenMP locks"), std::string::npos) << e.what();
+    }
+  });
+}
