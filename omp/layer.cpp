@@ -6,6 +6,8 @@
 #include <string>
 
 #include "loom/dsm/common/error.hpp"
+#include "loom/dsm/common/log.hpp"
+#include "loom/omp/adopt_contents.hpp"
 #include "loom/omp/program_data.hpp"
 #include "loom/omp/settings.hpp"
 
@@ -41,14 +43,21 @@ Layer::Layer(int& argc, char**& argv, bool with_heap) : schedule_(schedule_from_
   refuse_cancellation();
   rt_ = std::make_unique<Runtime>(argc, argv);
   space_ = std::make_unique<coherence::Space>(*rt_);
-  // Every process has run the same start-up on the same layout: the globals hold the same bytes
-  // (checked by share_in_place, which names a rank that differs).
-  if (auto data = program_data()) data_ = &space_->share_in_place(reinterpret_cast<void*>(data->start), data->bytes());
   stack_bytes_ = (loom::settings::get_size(settings::kStack) + (size_t{2} << 20) - 1) / (size_t{2} << 20) * (size_t{2} << 20);
   stack_mem_ = region::map_at_common_address(rt_->bootstrap(), stack_bytes_, true);
   if (stack_mem_ == nullptr) fail("omp: no range of ", stack_bytes_, " bytes free in every process for the master's stack");
   stack_ = &space_->share_in_place(stack_mem_, stack_bytes_);
   if (with_heap) make_heap();
+}
+
+void Layer::share_program() {
+  if (team_ != nullptr) fail("omp: the program is shared once");
+  if (auto data = program_data()) {
+    std::span<uint8_t> globals(reinterpret_cast<uint8_t*>(data->start), data->bytes());
+    const size_t replaced = adopt_rank0_contents(rt_->bootstrap(), globals);
+    if (replaced > 0) log::debug("omp: ", replaced, " block(s) of globals took rank 0's bytes");
+    data_ = &space_->share_in_place(globals.data(), globals.size());
+  }
   team_ = std::make_unique<Team>(*space_);
   replace_atomics();
   g_layer = this;

@@ -2,8 +2,9 @@
 // The OpenMP layer in one process of the job: the runtime, the Space, the program's globals
 // shared in place, the stack rank 0's main runs on (shared, so the argument blocks the compiler
 // builds in the master's frames are readable everywhere), the team, and the schedule
-// `schedule(runtime)` takes. Made before main by the process start (start.cpp), ended
-// collectively when the program ends.
+// `schedule(runtime)` takes. Made in two steps by the process start (start.cpp): before the
+// program's global constructors (so what they allocate comes from the shared heap), and after
+// them (the globals shared, holding rank 0's bytes); ended collectively when the program ends.
 #include <memory>
 
 #include "loom/coherence/space.hpp"
@@ -17,8 +18,13 @@ namespace loom::omp {
 
 class Layer : private AtomicRouter {
  public:
-  // Collective (with_heap the same everywhere): with_heap makes the shared heap.
+  // Collective (with_heap the same everywhere): the runtime, the Space, the master's stack and,
+  // with with_heap, the shared heap.
   Layer(int& argc, char**& argv, bool with_heap);
+  // Collective, once the program's global constructors have run: the globals shared in place
+  // with rank 0's bytes (the blocks that differ elsewhere are replaced), the team, the program's
+  // atomics replaced. find() returns the layer from here on.
+  void share_program();
   // Collective: ends the team (rank 0), gives the shared ranges back as private memory with
   // their last contents, then the Space and the runtime.
   ~Layer();

@@ -1,13 +1,18 @@
 // The process start of an OpenMP program on Loom. The program's _start calls
-// __libc_start_main, which this library defines: it hands the C library's own start our main,
-// which
+// __libc_start_main, which this library defines: before the C library's own start (which runs
+// the program's global constructors, then main) it
 //   1. starts the process again, once, with one address layout for every process (address
 //      randomization off) and every symbol bound at load (LD_BIND_NOW: nothing writes the
 //      shared globals' pages behind the protocol's back);
 //   2. refuses a program that also loaded libgomp (an OpenMP call could reach it instead);
-//   3. starts the layer (collective), then on rank 0 runs the program's main on the shared
-//      stack, and on every other rank serves the team's regions until rank 0's program ends;
-//   4. ends the layer collectively: after main returns, or in an exit handler when the program
+//   3. starts the layer's runtime, Space, shared stack and shared heap (collective), so what the
+//      constructors allocate comes from the shared heap;
+// and hands the C library our main, which
+//   4. shares the program's globals, holding rank 0's bytes (the constructors ran in every
+//      process), and starts the team (collective); then on rank 0 runs the program's main on
+//      the shared stack, and on every other rank serves the team's regions until rank 0's
+//      program ends;
+//   5. ends the layer collectively: after main returns, or in an exit handler when the program
 //      calls exit() from serial code (exit() inside a region ends the process at once).
 #include <dlfcn.h>
 #include <signal.h>
@@ -199,10 +204,10 @@ void on_private_stack(void (*fn)(void*), void* arg) {
 
 namespace {
 
-int layer_main(int argc, char** argv, char** envp) {
+// Steps 1-3, before the program's constructors.
+void start_layer(int& argc, char**& argv) {
   ensure_one_layout(argv);
   refuse_libgomp();
-  g_argc = argc, g_argv = argv, g_envp = envp;
   try {
     g_started = new Layer(argc, argv, program_heap_reachable());
   } catch (const std::exception& e) {
@@ -210,6 +215,15 @@ int layer_main(int argc, char** argv, char** envp) {
   }
   keep_segv_handler_first(true);
   start_heap(*g_started);
+}
+
+int layer_main(int argc, char** argv, char** envp) {
+  g_argc = argc, g_argv = argv, g_envp = envp;
+  try {
+    g_started->share_program();
+  } catch (const std::exception& e) {
+    die(e.what());
+  }
   if (g_started->rank() != 0) {
     try {
       g_started->team().serve();
@@ -237,5 +251,6 @@ LOOM_OMP_API int __libc_start_main(loom::omp::MainFn main, int argc, char** argv
   auto real = reinterpret_cast<loom::omp::StartMain>(dlsym(RTLD_NEXT, "__libc_start_main"));
   if (real == nullptr) loom::omp::die("cannot find the C library's __libc_start_main");
   loom::omp::g_program_main = main;
+  loom::omp::start_layer(argc, argv);
   return real(loom::omp::layer_main, argc, argv, init, fini, rtld_fini, stack_end);
 }

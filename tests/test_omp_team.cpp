@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
+#include <span>
 #include <string>
 
 #include "loom/coherence/space.hpp"
+#include "loom/omp/adopt_contents.hpp"
 #include "loom/omp/team.hpp"
 #include "tests/coherence_policies.hpp"
 #include "tests/mp_test.hpp"
@@ -253,4 +256,27 @@ TEST_F(OmpTeam, EveryNameIsALockOfItsOwnUpToTheTablesSize) {
       EXPECT_NE(std::string(e.what()).find("more than 512 distinct OpenMP locks"), std::string::npos) << e.what();
     }
   });
+}
+
+// adopt_rank0_contents: blocks that differ from rank 0's take its bytes (and only those: the
+// count replaced says so); blocks alike everywhere are left as they are.
+TEST(OmpAdoptContents, BlocksThatDifferFromRankZerosTakeItsBytes) {
+  constexpr size_t kBlocks = 6;
+  alignas(4096) static uint8_t range[kBlocks * loom::omp::kAdoptBlock];
+  const int me = rt().rank();
+  for (size_t b = 0; b < kBlocks; ++b) {
+    // Blocks 1 and 4 hold this rank's own bytes; the others the same everywhere.
+    const bool own = b == 1 || b == 4;
+    std::memset(range + b * loom::omp::kAdoptBlock, own ? 0x10 + me : 0x5a, loom::omp::kAdoptBlock);
+  }
+  range[4 * loom::omp::kAdoptBlock + 17] = 0x77;  // one byte of block 4 alike: still a differing block
+  const size_t replaced = loom::omp::adopt_rank0_contents(rt().bootstrap(), std::span<uint8_t>(range, sizeof range));
+  EXPECT_EQ(replaced, me == 0 ? 0u : 2u);
+  for (size_t b = 0; b < kBlocks; ++b) {
+    const bool own = b == 1 || b == 4;
+    for (size_t i = 0; i < loom::omp::kAdoptBlock; ++i) {
+      const uint8_t want = b == 4 && i == 17 ? 0x77 : own ? 0x10 : 0x5a;
+      ASSERT_EQ(range[b * loom::omp::kAdoptBlock + i], want) << "block " << b << " byte " << i;
+    }
+  }
 }
