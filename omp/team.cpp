@@ -192,13 +192,16 @@ void Team::wait_turn(ThreadState& s) {
   uint64_t tag = 0;
   auto w = word_for(s.ordered_construct, tag);
   wait::Backoff backoff;
+  // Polled relaxed (an acquire applies notices and leases on every look); once the turn is
+  // here, one acquiring load pairs with hand_on_turn's release, which it now reads or follows.
   while (true) {
-    const uint64_t cur = w.load(coherence::Order::Acquire);  // pairs with hand_on_turn's release
+    const uint64_t cur = w.load(coherence::Order::Relaxed);
     const uint64_t seen = cur >> kNextBits;
     if (seen != tag && newer(seen, tag)) fail_ahead();
     if ((seen == tag ? (cur & kNextMask) : 0) == s.chunk.first) break;
     backoff.pause();
   }
+  w.load(coherence::Order::Acquire);
   s.turn = true;
 }
 
