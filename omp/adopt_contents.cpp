@@ -25,7 +25,7 @@ template <typename T>
 std::vector<T> words_from(const std::vector<std::byte>& bytes, int rank, const char* what) {
   if (bytes.size() % sizeof(T) != 0) fail("omp: rank ", rank, " sent ", bytes.size(), " bytes of ", what);
   std::vector<T> out(bytes.size() / sizeof(T));
-  std::memcpy(out.data(), bytes.data(), bytes.size());
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());  // an empty vector's data() may be null
   return out;
 }
 
