@@ -18,7 +18,7 @@ Doorbells::Doorbells(Invoker& inv) : inv_(inv), threads_(inv.threads()) {
   for (size_t r = 0; r < all.size(); ++r) {
     uint8_t* base = r == static_cast<size_t>(rt.rank())
                         ? mem_.bytes()
-                        : inv_.tx(static_cast<int>(r)).qp().remote_pointer(all[r].addr, all[r].rkey, all[r].size,
+                        : inv_.tx(static_cast<int>(r)).remote_pointer(all[r].addr, all[r].rkey, all[r].size,
                                                                            fabric::kRemoteWrite);
     if (base == nullptr) continue;
     for (int i = 0; i < threads_; ++i) peers_[r].push_back(reinterpret_cast<uint32_t*>(base + kStride * static_cast<size_t>(i)));

@@ -195,7 +195,7 @@ void Inbox::write_return(int src_rank, const wire::ReturnDesc& d, const void* va
   wr.rkey = d.rkey;
   auto& tx = inv_.tx(src_rank);
   if (inv_.config().direct) {
-    if (uint8_t* p = tx.qp().remote_pointer(d.addr, d.rkey, total, fabric::kRemoteWrite)) {
+    if (uint8_t* p = tx.remote_pointer(d.addr, d.rkey, total, fabric::kRemoteWrite)) {
       // The caller's slot is mapped here: the value, then the stamp with release.
       signal::store_notified(p, size, value, size, d.stamp);
       inv_.bells().ring_process(src_rank);

@@ -47,7 +47,7 @@ std::vector<Messenger::Slot> Messenger::allocate_chunks(uint32_t count, bool fir
   for (uint32_t i = 0; i < count; ++i) {
     ChunkReply r;
     std::memcpy(&r, reply.data() + i * sizeof r, sizeof r);
-    uint8_t* direct = inv_.config().direct ? tx_.qp().remote_pointer(r.addr, r.rkey, chunk_size_, fabric::kRemoteWrite)
+    uint8_t* direct = inv_.config().direct ? tx_.remote_pointer(r.addr, r.rkey, chunk_size_, fabric::kRemoteWrite)
                                            : nullptr;
     out.push_back(Slot{r.addr, r.rkey, 0, direct});
   }

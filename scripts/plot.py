@@ -11,7 +11,8 @@ of every CSV whose variant is "<policy>-np<P>-t<T>" (bench_mcts) also make one f
 the metric rollouts_per_s against processes, a line per policy and thread count. With --nas
 NAME, bench_nas CSVs (size = "<kernel>.<class>") make NAME.png instead: each variant's speed
 relative to the OpenMP build on one thread (omp-t1 seconds / seconds), grouped by problem.
-Prints each file written.
+With --offload NAME, bench_offload CSVs make NAME.png: latency, overhead and message rate
+against requester threads, a line per mode. Prints each file written.
 """
 import argparse
 import csv
@@ -153,13 +154,48 @@ def scaling_figure(rows, out, metric="rollouts_per_s"):
     return out
 
 
+def offload_figure(rows, out):
+    """bench_offload: latency, injection overhead and message rate against requester threads,
+    a line per mode (variants offload-<mode>-t<T>)."""
+    metrics = [("latency_us", "latency of one READ (us)", True), ("overhead_us", "time inside post() (us)", True),
+               ("msgs_per_s", "READs per second", False)]
+    series = {m: defaultdict(dict) for m, _, _ in metrics}
+    for variant, _, metric, value, _ in rows:
+        v = re.fullmatch(r"offload-([a-z-]+)-t(\d+)", variant)
+        if v and metric in series:
+            series[metric][v.group(1)][int(v.group(2))] = value
+    if not series["latency_us"]:
+        return None
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    for ax, (metric, label, log) in zip(axes, metrics):
+        for mode, pts in sorted(series[metric].items()):
+            xs = sorted(pts)
+            ax.plot(xs, [pts[x] for x in xs], marker="o", label=mode)
+        ax.set_xscale("log", base=2)
+        if log:
+            ax.set_yscale("log")
+        ax.set_xlabel("requester threads")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("8-byte READs through one queue pair: direct injection and offloading (seed 004)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("csv", nargs="+")
     p.add_argument("--out", help="folder for the PNG files (default: beside each CSV)")
     p.add_argument("--scaling", help="also draw NAME.png: bench_mcts rollouts/s against processes over all CSVs")
     p.add_argument("--nas", help="draw NAME.png: bench_nas speeds relative to OpenMP on one thread over all CSVs")
+    p.add_argument("--offload", help="draw NAME.png: bench_offload's three metrics against requester threads")
     a = p.parse_args()
+    if a.offload:
+        print(offload_figure([r for path in a.csv for r in read_rows(path)], a.offload + ".png"))
+        return
     if a.nas:
         print(nas_figure(a.csv, a.nas + ".png"))
         return

@@ -304,3 +304,50 @@ TEST(Fabric, CompletionQueueSharedByPollingThreads) {
   rt().barrier();
 }
 
+
+// post_send_batch posts a list in order as one call; over the send queue's depth it posts what
+// fits and reports QueueFull for the rest (verbs: one linked list to the device).
+TEST(Fabric, BatchPostsInOrderAndStopsAtTheDepth) {
+  SharedBuffers buf(1 << 20);
+  auto mesh = rt().make_mesh(small_caps());  // 64 send-queue entries
+  const int dst = right();
+  auto& qp = mesh->qp(dst);
+  auto& cq = *mesh->send_cqs[static_cast<size_t>(dst)];
+  const Remote& r = buf.remote[static_cast<size_t>(dst)];
+  uint64_t* src = reinterpret_cast<uint64_t*>(buf.local.bytes());
+  constexpr size_t kN = 80;  // more than the depth
+  std::vector<fabric::SendWr> wrs;
+  for (size_t i = 0; i < kN; ++i) {
+    src[i] = 0xB000 + i + (static_cast<uint64_t>(rt().rank()) << 32);
+    auto wr = rdma(Opcode::Write, buf.local, i * 8, 8, r, 4096 + i * 8);
+    wr.signaled = i == 63;  // the last one that fits
+    wr.wr_id = 7;
+    wrs.push_back(wr);
+  }
+  rt().barrier();
+  const auto res = qp.post_send_batch(wrs);
+  EXPECT_EQ(res.accepted, 64u);
+  EXPECT_EQ(res.failure, fabric::PostResult::QueueFull);
+  fabric::Completion c[4];
+  int got = 0;
+  for (wait::Backoff b; got == 0; b.pause()) got = cq.poll(c);
+  ASSERT_EQ(got, 1);
+  EXPECT_EQ(c[0].status, Status::Success);
+  EXPECT_EQ(c[0].wr_id, 7u);
+  // The rest, now that the queue is free again; a malformed request stops the list there.
+  wrs[79].opcode = Opcode::FetchAdd;  // 8 bytes but misaligned remote: refused at post
+  wrs[79].remote_addr += 4;
+  wrs[78].signaled = true;
+  const auto rest = qp.post_send_batch(std::span<const fabric::SendWr>(wrs).subspan(64));
+  EXPECT_EQ(rest.accepted, 15u);
+  EXPECT_EQ(rest.failure, fabric::PostResult::InvalidArgument);
+  got = 0;
+  for (wait::Backoff b; got == 0; b.pause()) got = cq.poll(c);
+  ASSERT_EQ(got, 1);
+  EXPECT_EQ(c[0].status, Status::Success);
+  EXPECT_TRUE(qp.post_send_batch({}).accepted == 0);
+  rt().barrier();
+  const uint64_t from = static_cast<uint64_t>(left()) << 32;
+  for (size_t i = 0; i < 79; ++i) ASSERT_EQ(reinterpret_cast<uint64_t*>(buf.local.bytes() + 4096)[i], 0xB000 + i + from) << i;
+  rt().barrier();
+}

@@ -118,7 +118,10 @@ TEST(Transmitter, WaitAndFlushCompleteEverything) {
   wr.rkey = r.rkey;
   auto p = tx.post(wr);
   ASSERT_TRUE(p.ok());
-  EXPECT_FALSE(tx.complete(p.tag)) << "an unsignaled post alone proves nothing";
+  // Offloaded, the executor signals the last command it finds (the queue ran dry).
+  if (!tx.offloaded()) {
+    EXPECT_FALSE(tx.complete(p.tag)) << "an unsignaled post alone proves nothing";
+  }
   tx.wait(p.tag);
   EXPECT_TRUE(tx.complete(p.tag));
   tx.flush();  // also hands this thread's cached lane credits back

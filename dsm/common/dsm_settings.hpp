@@ -68,11 +68,20 @@ inline constexpr Setting kCheck{"LOOM_CHECK", T::Choice, "auto", "auto|on|off",
 inline constexpr Setting kStallReport{"LOOM_STALL_REPORT_MS", T::Int, "5000", "0..86400000",
                                       "a wait that makes no progress this long says what it waits for; 0: never"};
 
+inline constexpr Setting kOffload{"LOOM_OFFLOAD", T::Choice, "direct", "direct|static|dynamic",
+                                  "who posts the meshes' requests: each thread (direct), or an executor thread that spins (static) "
+                                  "or sleeps when idle (dynamic); docs/offloading.md"};
+inline constexpr Setting kOffloadWake{"LOOM_OFFLOAD_WAKE", T::Choice, "futex", "futex|condvar",
+                                      "how a requester wakes a sleeping executor or completer (dynamic offloading)"};
+
+inline constexpr Setting kOffloadQueue{"LOOM_OFFLOAD_QUEUE", T::Int, "4096", "64..1048576",
+                                       "commands an offloaded Transmitter's queue holds (a power of two; 128 bytes each)"};
+
 inline constexpr const Setting* kAll[] = {
     &kRank,      &kSize,      &kLocalRank,  &kLocalSize,     &kJobId,         &kJobDir,        &kNode, &kNodes, &kBootFd, &kThreads,
     &kProvider,  &kShmDir,    &kSweep,      &kLog,           &kPin,           &kHugePages,     &kSuperchunk,
     &kHeapFit,   &kServiceBuffers, &kServiceMessage, &kShmRnrTimeout, &kWire, &kEmulateNodes, &kBootstrap, &kRsh, &kRendezvousAddr, &kRendezvousTimeout, &kHeartbeat, &kNodeTimeout, &kVerbsDevice, &kVerbsPort,
-    &kVerbsGidIndex, &kVerbsTimeout, &kVerbsRetry, &kVerbsGrh, &kStoppedLimit, &kCheck, &kStallReport};
+    &kVerbsGidIndex, &kVerbsTimeout, &kVerbsRetry, &kVerbsGrh, &kStoppedLimit, &kCheck, &kStallReport, &kOffload, &kOffloadWake, &kOffloadQueue};
 inline constexpr Table kTable{"dsm", kAll};
 inline const bool kRegistered = loom::settings::register_table(kTable);  // for the start-up check
 

@@ -66,6 +66,16 @@ PostResult QueuePair::post_write(Sge local, uint64_t remote_addr, uint32_t rkey,
   return post_send(write_request(local, remote_addr, rkey, inline_data));
 }
 
+QueuePair::BatchResult QueuePair::post_send_batch(std::span<const SendWr> wrs) {
+  BatchResult r;
+  for (const SendWr& wr : wrs) {
+    r.failure = post_send(wr);
+    if (r.failure != PostResult::Ok) return r;
+    ++r.accepted;
+  }
+  return r;
+}
+
 bool one_host(const ProviderContext& ctx) {
   for (int r = 0; r < ctx.size; ++r)
     if (!ctx.same_host(r, 0)) return false;

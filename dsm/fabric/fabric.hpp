@@ -169,6 +169,15 @@ class QueuePair {
   // through post_send, is defined out of line: inline, the compiler guessed it at every call
   // (a test of the vtable slot before the call, and the request built in the caller's loop).
   [[nodiscard]] virtual PostResult post_write(Sge local, uint64_t remote_addr, uint32_t rkey, bool inline_data);
+  // Posts `wrs` in order as one call: the first `accepted` were posted; when that is fewer than
+  // all, `failure` is post_send's result for the next one (nothing after it was posted). The
+  // default posts them one at a time; the verbs provider hands the device one linked list (one
+  // lock, one doorbell), which is what an executor thread gains by batching (docs/offloading.md).
+  struct BatchResult {
+    size_t accepted = 0;
+    PostResult failure = PostResult::Ok;
+  };
+  [[nodiscard]] virtual BatchResult post_send_batch(std::span<const SendWr> wrs);
   virtual QpState state() const = 0;
   // Error -> Ready with the same peer, once the caller has drained the send completions.
   virtual void reset() = 0;

@@ -157,6 +157,7 @@ Runtime::Runtime(int& argc, char**& argv) {
     service_ = std::make_unique<runtime::Service>(*boot_, *provider_, *peers_, allocator(), scfg);
     runtime::register_remote_memory_handlers(*this);
     service_->start();
+    start_offloader();
     if (pin_) pin_thread(0);
     boot_->barrier();
     // From here every peer's provider is up (before, a peer not yet there looks gone).
@@ -180,6 +181,7 @@ Runtime::~Runtime() {
     log::error("runtime shutdown: ", e.what());
   }
   service_.reset();
+  offloader_.reset();
   heaps_.clear();
   allocators_.clear();
   peers_.reset();
@@ -277,6 +279,15 @@ Mesh::~Mesh() {
 }
 
 std::unique_ptr<Mesh> Runtime::make_mesh(const fabric::QpCaps& caps, uint32_t recv_cq_depth) {
+  return make_mesh_with(caps, recv_cq_depth, offloader_.get());
+}
+
+std::unique_ptr<Mesh> Runtime::make_mesh_offloaded(const fabric::QpCaps& caps, signal::offload::Offloader* offloader) {
+  return make_mesh_with(caps, 0, offloader);
+}
+
+std::unique_ptr<Mesh> Runtime::make_mesh_with(const fabric::QpCaps& caps, uint32_t recv_cq_depth,
+                                              signal::offload::Offloader* offloader) {
   auto m = std::make_unique<Mesh>(*boot_);
   const int n = size();
   if (recv_cq_depth == 0) recv_cq_depth = caps.max_recv_wr * static_cast<uint32_t>(n);
@@ -285,11 +296,23 @@ std::unique_ptr<Mesh> Runtime::make_mesh(const fabric::QpCaps& caps, uint32_t re
   for (int r = 0; r < n; ++r) {
     m->send_cqs.push_back(provider_->create_cq(caps.max_send_wr));
     m->qps.push_back(provider_->create_qp(r, *m->send_cqs.back(), *m->recv_cq, caps));
-    m->transmitters.push_back(std::make_unique<signal::Transmitter>(*m->qps.back(), *m->send_cqs.back()));
+    signal::Transmitter::Config tcfg;
+    tcfg.offloader = offloader;
+    m->transmitters.push_back(std::make_unique<signal::Transmitter>(*m->qps.back(), *m->send_cqs.back(), tcfg));
     raw.push_back(m->qps.back().get());
   }
   runtime::connect_all(*boot_, raw);
   return m;
+}
+
+void Runtime::start_offloader() {
+  const auto mode = signal::offload::parse_mode(settings::get_choice(settings::dsm::kOffload));
+  if (mode == signal::offload::Mode::Direct) return;
+  signal::offload::Offloader::Config cfg;
+  cfg.mode = mode;
+  cfg.wake = signal::offload::parse_wake(settings::get_choice(settings::dsm::kOffloadWake));
+  cfg.commands = static_cast<uint32_t>(settings::get_int(settings::dsm::kOffloadQueue));
+  offloader_ = std::make_unique<signal::offload::Offloader>(cfg);
 }
 
 bool Runtime::is_registered(const void* addr, size_t len) const {

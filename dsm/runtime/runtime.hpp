@@ -19,6 +19,7 @@
 #include "loom/dsm/runtime/job_layout.hpp"
 #include "loom/dsm/runtime/peer_watch.hpp"
 #include "loom/dsm/runtime/service.hpp"
+#include "loom/dsm/signal/offload/offloader.hpp"
 #include "loom/dsm/signal/transmitter.hpp"
 
 namespace loom {
@@ -103,6 +104,11 @@ class Runtime {
   void fail_at_exit(const std::string& why);
   // Collective: builds a connected full mesh with the given queue sizes.
   std::unique_ptr<Mesh> make_mesh(const fabric::QpCaps& caps, uint32_t recv_cq_depth = 0);
+  // The same with the given offloader, or none (direct injection), whatever LOOM_OFFLOAD says:
+  // for comparing the modes in one run (bench_offload). The offloader must outlive the mesh.
+  std::unique_ptr<Mesh> make_mesh_offloaded(const fabric::QpCaps& caps, signal::offload::Offloader* offloader);
+  // The offloader the meshes' Transmitters post through, or nullptr (direct injection).
+  signal::offload::Offloader* offloader() { return offloader_.get(); }
   // Starts a long-lived named thread (index 1, 2, ...), pinned when pinning is on.
   std::thread spawn(const std::string& label, std::function<void()> fn);
   // The same with a chosen index: a worker that takes the place of an earlier one (worker
@@ -113,6 +119,8 @@ class Runtime {
   void pin_thread(int index);
   size_t zone_index(int zone) const;  // -1: this process's zone; else checked
   void setup_topology();
+  void start_offloader();
+  std::unique_ptr<Mesh> make_mesh_with(const fabric::QpCaps& caps, uint32_t recv_cq_depth, signal::offload::Offloader* offloader);
 
   std::unique_ptr<runtime::Bootstrap> boot_;
   std::unique_ptr<runtime::Collectives> collectives_;
@@ -121,6 +129,9 @@ class Runtime {
   std::vector<std::unique_ptr<memory::RDMAAllocator>> allocators_;
   std::vector<std::unique_ptr<memory::RegisteredHeap>> heaps_;
   std::unique_ptr<runtime::Service> service_;
+  // The meshes' executor and completer threads when offloading (LOOM_OFFLOAD); null for direct
+  // injection. Meshes die before the Runtime, so their Transmitters before this.
+  std::unique_ptr<signal::offload::Offloader> offloader_;
   runtime::JobLayout layout_;
   std::string hostname_;
   int machine_ = 0;

@@ -6,6 +6,7 @@
 #include "loom/dsm/common/error.hpp"
 #include "loom/dsm/common/log.hpp"
 #include "loom/dsm/common/backoff.hpp"
+#include "loom/dsm/signal/offload/channel.hpp"
 
 namespace loom::signal {
 
@@ -80,11 +81,20 @@ Transmitter::Transmitter(fabric::QueuePair& qp, fabric::CompletionQueue& send_cq
   }
   word_.store(make_word(0, depth_));
   inline_limit_ = cfg.auto_inline && qp.inline_helps() ? qp.caps().max_inline : 0;
+  if (cfg.offloader != nullptr) {
+    inline_limit_ = std::min<uint32_t>(inline_limit_, offload::Command::kInlineBytes);
+    channel_ = std::make_unique<offload::Channel>(*this, *cfg.offloader, depth_, interval_);
+  }
   std::lock_guard<std::mutex> g(g_registry_mu);
   registry().emplace(id_, this);
 }
 
 Transmitter::~Transmitter() {
+  if (channel_) {
+    // Everything submitted completes before the queues go: the executor may still be posting.
+    if (channel_->claimed() != 0) channel_->wait(channel_->claimed() - 1);
+    channel_.reset();
+  }
   std::lock_guard<std::mutex> g(g_registry_mu);
   registry().erase(id_);
 }
@@ -121,10 +131,9 @@ Transmitter::Lane& Transmitter::lane_slow() {
 
 void Transmitter::return_lane(Lane& l) {
   settle(l);
-  uint64_t w = word_.load(std::memory_order_relaxed);
-  while (!word_.compare_exchange_weak(w, make_word(word_since(w) + l.unpublished, word_credits(w) + l.credits),
-                                      std::memory_order_acq_rel)) {
-  }
+  // Both halves only grow here, and neither carries into the other (credits <= depth < 2^32):
+  // one fetch-and-add, finished in one step whatever other threads do.
+  word_.fetch_add(make_word(l.unpublished, l.credits), std::memory_order_acq_rel);
   posts_.fetch_add(l.posts + l.unpublished, std::memory_order_relaxed);
   if (l.batching) lanes_.fetch_sub(1, std::memory_order_acq_rel);
   l = Lane{};
@@ -196,10 +205,7 @@ Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
     if (used_own) ++l.credits;
     l.settled = l.credits;
     if (signaled) add(unposted_issues_, 1);
-    uint64_t w = word_.load(std::memory_order_relaxed);
-    while (!word_.compare_exchange_weak(w, make_word(word_since(w) + batch, word_credits(w) + (used_own ? 0 : 1)),
-                                        std::memory_order_acq_rel)) {
-    }
+    word_.fetch_add(make_word(batch, used_own ? 0 : 1), std::memory_order_acq_rel);
     return Posted{r, 0};
   }
   // Posts are counted into posts_ when the lane is returned (flush, thread exit): no shared
@@ -209,7 +215,23 @@ Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
   return Posted{r, issued_.load(std::memory_order_acquire)};
 }
 
+void Transmitter::report_error(const fabric::Completion& c, const char* refused) {
+  errors_.fetch_add(1, std::memory_order_relaxed);
+  last_error_.store(static_cast<uint8_t>(c.status), std::memory_order_relaxed);
+  std::lock_guard<std::mutex> g(handler_mu_);
+  if (on_error_) on_error_(c);
+  else if (refused != nullptr)
+    log::warn("transmitter: ", fabric::to_string(c.opcode), " to rank ", qp_.peer_rank(), " refused by the queue pair: ", refused);
+  else if (c.status != fabric::Status::WorkRequestFlushed)
+    log::warn("transmitter: ", fabric::to_string(c.opcode), " to rank ", qp_.peer_rank(), " failed: ", fabric::to_string(c.status));
+}
+
 int Transmitter::progress() {
+  if (channel_) {
+    const int n = channel_->complete();
+    if (n == 0) channel_->yield_if_behind();
+    return n;
+  }
   // Few at a time: signals are a quarter of the queue apart, and each entry here is
   // initialized on every call.
   fabric::Completion cs[8];
@@ -223,14 +245,7 @@ int Transmitter::progress() {
       if (single_thread_) advance_flush_single_writer(issue);
       else advance_flush(issue);
     }
-    if (c.status != fabric::Status::Success) {
-      errors_.fetch_add(1, std::memory_order_relaxed);
-      last_error_.store(static_cast<uint8_t>(c.status), std::memory_order_relaxed);
-      std::lock_guard<std::mutex> g(handler_mu_);
-      if (on_error_) on_error_(c);
-      else if (c.status != fabric::Status::WorkRequestFlushed)
-        log::warn("transmitter: ", fabric::to_string(c.opcode), " to rank ", qp_.peer_rank(), " failed: ", fabric::to_string(c.status));
-    }
+    if (c.status != fabric::Status::Success) report_error(c, nullptr);
   }
   return n;
 }
@@ -245,6 +260,7 @@ void Transmitter::post_marker() {
 }
 
 void Transmitter::wait(uint64_t tag) {
+  if (channel_) return channel_->wait(tag);
   wait::Backoff backoff;
   while (completed_flush() <= tag) {
     if (issued_.load(std::memory_order_acquire) <= tag) post_marker();
@@ -256,6 +272,11 @@ void Transmitter::wait(uint64_t tag) {
 }
 
 void Transmitter::flush() {
+  if (channel_) {
+    // Every ticket claimed so far: this thread's posts among them.
+    if (const uint64_t n = channel_->claimed(); n != 0) channel_->wait(n - 1);
+    return;
+  }
   Lane& l = lane();
   bool batching = l.batching;
   return_lane(l);
@@ -270,7 +291,36 @@ void Transmitter::flush() {
 }  // namespace loom::signal
 
 namespace loom::signal {
+Posted Transmitter::post_offloaded(const fabric::SendWr& wr, bool force_signal) {
+  if (inline_limit_ != 0 && !wr.inline_data && wr.local.length != 0 && wr.local.length <= inline_limit_ &&
+      (wr.opcode == fabric::Opcode::Write || wr.opcode == fabric::Opcode::Send || wr.opcode == fabric::Opcode::WriteWithImm)) {
+    fabric::SendWr in = wr;
+    in.inline_data = true;
+    return channel_->submit(in, force_signal);
+  }
+  return channel_->submit(wr, force_signal);
+}
+
+uint64_t Transmitter::posts() const {
+  return channel_ ? channel_->posts() : posts_.load(std::memory_order_relaxed);
+}
+
+uint64_t Transmitter::signaled_posts() const {
+  if (channel_) return channel_->signaled_posts();
+  return issued_.load(std::memory_order_relaxed) - unposted_issues_.load(std::memory_order_relaxed);
+}
+
+int64_t Transmitter::credits() const {
+  if (channel_) return channel_->credits();
+  return static_cast<int64_t>(word_.load(std::memory_order_relaxed) & 0xffffffffu);
+}
+
 std::string Transmitter::describe() const {
+  if (channel_)
+    return detail::concat("transmitter to rank ", qp_.peer_rank(), " (offloaded): depth ", depth_, ", credits ",
+                          channel_->credits(), ", commands claimed ", channel_->claimed(), ", posts ", channel_->posts(),
+                          ", signaled ", channel_->signaled_posts(), ", tags in flight ", channel_->tags_in_flight(),
+                          ", completed ", completed_flush());
   uint64_t w = word_.load();
   return detail::concat("transmitter to rank ", qp_.peer_rank(), ": depth ", depth_, ", pool credits ", word_credits(w),
                         ", unsignaled since last signal ", word_since(w), ", issued ", issued_.load(), ", completed ",

@@ -16,9 +16,13 @@
 //  * Lanes: each thread keeps a few credits and its own not-yet-published count, so an
 //    unsignaled post costs no atomic read-modify-write at all; a lane refills (and publishes
 //    its count) with one CAS per block. Lanes hold at most half the credits between them.
-//  * Wait-freedom: a thread short of credits polls the shared CQ itself and, when no signal is
-//    in flight, makes its own post signaled from a reserve kept for signaled posts. No thread
-//    waits for another thread to act; it waits only for the fabric.
+//  * Progress: a thread short of credits polls the shared CQ itself and, when no signal is in
+//    flight, makes its own post signaled from a reserve kept for signaled posts. No thread waits
+//    for another thread to act; it waits only for the fabric. A lane's return and a refused
+//    post's give-back are one fetch-and-add each; taking credits from the pool is a CAS that
+//    retries when another thread changed the word in between: lock-free, not wait-free
+//    (docs/selective-signaling.md).
+//  * Offloading (Config::offloader): posts go to a command queue instead (docs/offloading.md).
 //  * Single-thread QPs (QpCaps::single_thread): the QP's promise of one poster at a time binds
 //    the whole transmitter: post, progress, wait and flush come from one thread at a time (the
 //    QP's owner). It then keeps one lane of its own instead of one per thread and updates its
@@ -27,6 +31,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -35,6 +40,11 @@
 #include "loom/dsm/memory/circular_allocator.hpp"
 
 namespace loom::signal {
+
+namespace offload {
+class Channel;
+class Offloader;
+}  // namespace offload
 
 struct Posted {
   fabric::PostResult result = fabric::PostResult::Ok;
@@ -50,6 +60,10 @@ class Transmitter : public memory::FlushSource {
     // batching threads up to D = 512 and D/256 beyond (lanes hold at most D/2 between them).
     std::optional<uint32_t> lane_block;
     bool auto_inline = true;        // small WRITE/SEND payloads go inline where the QP says it helps
+    // Offloading (docs/offloading.md): posts go to a command queue that the offloader's executor
+    // thread posts from, and its completer polls the send CQ. nullptr: direct injection, each
+    // thread posting itself. The offloader must outlive the Transmitter.
+    offload::Offloader* offloader = nullptr;
   };
   // The transmitter owns the QP's send completions: every post on `qp` must go through it, and
   // `send_cq` must serve this QP alone.
@@ -60,9 +74,10 @@ class Transmitter : public memory::FlushSource {
   using FlushSource::completed_flush;
   Transmitter& operator=(const Transmitter&) = delete;
 
-  // Posts `wr` (its wr_id and signaled fields are the Transmitter's). Thread-safe and wait-free
-  // with respect to other threads. `force_signal` makes this post signaled.
+  // Posts `wr` (its wr_id and signaled fields are the Transmitter's). Thread-safe; never waits
+  // for another thread to act. `force_signal` makes this post signaled.
   Posted post(const fabric::SendWr& wr, bool force_signal = false) {
+    if (channel_) return post_offloaded(wr, force_signal);
     if (inline_limit_ != 0 && !wr.inline_data && wr.local.length != 0 && wr.local.length <= inline_limit_ &&
         (wr.opcode == fabric::Opcode::Write || wr.opcode == fabric::Opcode::Send ||
          wr.opcode == fabric::Opcode::WriteWithImm)) {
@@ -84,6 +99,7 @@ class Transmitter : public memory::FlushSource {
   // what a post runs short of.
   Posted write(fabric::Sge local, uint64_t remote_addr, uint32_t rkey) {
     const bool inline_data = local.length != 0 && local.length <= inline_limit_;
+    if (channel_) return post_offloaded(fabric::write_request(local, remote_addr, rkey, inline_data), false);
     Lane& l = lane();
     if (l.credits > 0) return on_credit(l, qp_.post_write(local, remote_addr, rkey, inline_data));
     fabric::SendWr wr = fabric::write_request(local, remote_addr, rkey, inline_data);
@@ -127,6 +143,8 @@ class Transmitter : public memory::FlushSource {
  public:
 
   bool complete(uint64_t tag) const { return completed_flush() > tag; }
+  // Whether posts go through an offloader's command queue (Config::offloader).
+  bool offloaded() const { return channel_ != nullptr; }
   // Polls the send CQ once; returns the number of completions handled.
   int progress();
   // Returns once the post tagged `tag` has completed.
@@ -140,18 +158,23 @@ class Transmitter : public memory::FlushSource {
   void set_error_handler(std::function<void(const fabric::Completion&)> h);
 
   fabric::QueuePair& qp() { return qp_; }
+  // The QP's remote_pointer, except when offloaded: stores through a mapping would overtake
+  // requests still in the command queue (on shared memory a request is otherwise done when its
+  // post returns, and callers that mix the two rely on that), so offloaded, every request goes
+  // through the queue.
+  uint8_t* remote_pointer(uint64_t remote_addr, uint32_t rkey, uint64_t len, uint32_t access) {
+    return channel_ ? nullptr : qp_.remote_pointer(remote_addr, rkey, len, access);
+  }
   fabric::CompletionQueue& cq() { return cq_; }
   uint32_t depth() const { return depth_; }
   uint32_t signal_interval() const { return interval_; }
   // Counters; posts() is exact once the posting threads have flushed or exited.
-  uint64_t posts() const { return posts_.load(std::memory_order_relaxed); }
+  uint64_t posts() const;
   // Every issue number belongs to a signaled post, except those of posts the QP refused.
-  uint64_t signaled_posts() const {
-    return issued_.load(std::memory_order_relaxed) - unposted_issues_.load(std::memory_order_relaxed);
-  }
+  uint64_t signaled_posts() const;
   // One line of state for diagnostics.
   std::string describe() const;
-  int64_t credits() const { return static_cast<int64_t>(word_.load(std::memory_order_relaxed) & 0xffffffffu); }
+  int64_t credits() const;
 
   // Per-thread state; public only for the thread-local cache that holds it.
   struct Lane {
@@ -208,6 +231,13 @@ class Transmitter : public memory::FlushSource {
   }
   Posted post_slow(fabric::SendWr& wr, Lane& lane, bool force);
   void post_marker();
+  Posted post_offloaded(const fabric::SendWr& wr, bool force_signal);
+
+  // For the offload channel: an error completion (or a post the QP refused, `refused` its
+  // reason) to the handler or the log, and the flush number raised.
+  friend class offload::Channel;
+  void report_error(const fabric::Completion& c, const char* refused);
+  void raise_flush(uint64_t to) { advance_flush(to); }
 
   fabric::QueuePair& qp_;
   fabric::CompletionQueue& cq_;
@@ -237,6 +267,7 @@ class Transmitter : public memory::FlushSource {
   std::atomic<uint8_t> last_error_{0};
   std::mutex handler_mu_;
   std::function<void(const fabric::Completion&)> on_error_;
+  std::unique_ptr<offload::Channel> channel_;  // offloading; last, so that it goes first
 };
 
 }  // namespace loom::signal

@@ -86,10 +86,10 @@ class VerbsQp : public QueuePair {
     error_.store(false);
   }
 
-  PostResult post_send(const SendWr& wr) override {
+  // The contract's request as a verbs work request (sg_list pointing at `sge`).
+  PostResult to_ibv(const SendWr& wr, ibv_send_wr& w, ibv_sge& sge) const {
     if (PostResult bad = check_send(wr, caps_); bad != PostResult::Ok) return bad;
-    ibv_send_wr w{};
-    ibv_sge sge{wr.local.addr, wr.local.length, wr.local.lkey};
+    sge = ibv_sge{wr.local.addr, wr.local.length, wr.local.lkey};
     w.wr_id = wr.wr_id;
     w.sg_list = &sge;
     w.num_sge = wr.local.length == 0 ? 0 : 1;
@@ -124,6 +124,19 @@ class VerbsQp : public QueuePair {
       w.wr.rdma.rkey = wr.rkey;
     }
     if (wr.inline_data) w.send_flags |= IBV_SEND_INLINE;
+    return PostResult::Ok;
+  }
+  // send_mu_ held: the request is the device's now.
+  void note_posted(const SendWr& wr) {
+    ++posted_;
+    if (wr.signaled) signaled_.push_back(posted_);
+    p_.count_post(peer_, wr.opcode == Opcode::FetchAdd || wr.opcode == Opcode::CompareSwap);
+  }
+
+  PostResult post_send(const SendWr& wr) override {
+    ibv_send_wr w{};
+    ibv_sge sge{};
+    if (PostResult bad = to_ibv(wr, w, sge); bad != PostResult::Ok) return bad;
     if (!connected_.load(std::memory_order_acquire)) return PostResult::NotConnected;
     // Send-queue accounting as in the contract: an entry is in use until a completion of it or
     // of a later request is polled. The lock makes our order the NIC's order (ibv_post_send
@@ -134,14 +147,57 @@ class VerbsQp : public QueuePair {
     ibv_send_wr* bad = nullptr;
     int rc = ibv_post_send(qp_, &w, &bad);
     if (rc == 0) {
-      ++posted_;
-      if (wr.signaled) signaled_.push_back(posted_);
-      p_.count_post(peer_, wr.opcode == Opcode::FetchAdd || wr.opcode == Opcode::CompareSwap);
+      note_posted(wr);
       return PostResult::Ok;
     }
     if (rc == ENOMEM) return PostResult::QueueFull;
     log::debug("verbs: ibv_post_send to rank ", peer_, ": ", std::strerror(rc));
     return PostResult::InvalidArgument;
+  }
+
+  // The requests as one linked list: one lock and one doorbell for all of them.
+  BatchResult post_send_batch(std::span<const SendWr> wrs) override {
+    constexpr size_t kMax = 32;
+    if (wrs.size() > kMax) {
+      BatchResult r = post_send_batch(wrs.first(kMax));
+      if (r.accepted < kMax) return r;
+      BatchResult rest = post_send_batch(wrs.subspan(kMax));
+      return {kMax + rest.accepted, rest.failure};
+    }
+    ibv_send_wr w[kMax];
+    ibv_sge sge[kMax];
+    BatchResult r;
+    size_t n = 0;
+    for (; n < wrs.size(); ++n) {
+      w[n] = ibv_send_wr{};
+      sge[n] = ibv_sge{};
+      if (PostResult bad = to_ibv(wrs[n], w[n], sge[n]); bad != PostResult::Ok) {
+        r.failure = bad;
+        break;
+      }
+      w[n].sg_list = w[n].num_sge == 0 ? nullptr : &sge[n];
+      if (n > 0) w[n - 1].next = &w[n];
+    }
+    if (n == 0) return r;
+    if (!connected_.load(std::memory_order_acquire)) return {0, PostResult::NotConnected};
+    std::lock_guard<std::mutex> g(send_mu_);
+    const uint64_t free = caps_.max_send_wr - (posted_ - retired_.load(std::memory_order_acquire));
+    if (n > free) {
+      n = static_cast<size_t>(free);
+      r.failure = PostResult::QueueFull;
+      if (n == 0) return r;
+      w[n - 1].next = nullptr;
+    }
+    ibv_send_wr* bad = nullptr;
+    int rc = ibv_post_send(qp_, &w[0], &bad);
+    const size_t ok = rc == 0 ? n : static_cast<size_t>(bad - &w[0]);
+    for (size_t i = 0; i < ok; ++i) note_posted(wrs[i]);
+    r.accepted = ok;
+    if (rc != 0) {
+      log::debug("verbs: ibv_post_send of a list to rank ", peer_, ": ", std::strerror(rc));
+      r.failure = rc == ENOMEM ? PostResult::QueueFull : PostResult::InvalidArgument;
+    }
+    return r;
   }
 
   // A send completion of this QP was polled: the oldest signaled request (and everything
