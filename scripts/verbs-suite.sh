@@ -24,7 +24,7 @@ failed=0
 # the Release build's time, and the layers above the provider run on shm in that configuration.
 sanitized=0
 grep -qE '^LOOM_SANITIZE:[A-Z]+=.+' "$build/CMakeCache.txt" 2>/dev/null && sanitized=1
-default_suites="fabric fabric-st service transmitter invoke coherence objects nas"
+default_suites="fabric fabric-st service transmitter transmitter-offload invoke coherence objects nas"
 if [ $sanitized = 1 ]; then
   default_suites="fabric service transmitter invoke"
   nprocs=${nprocs%% *}
@@ -32,7 +32,7 @@ fi
 # The suites above the provider, fabric-st and invoke at the first process count only:
 # scripts/nodes-suite.sh runs them at 4 ranks across two guests. VERBS_FULL=1: every suite at
 # every count, auto objects too.
-heavy=" fabric-st invoke coherence objects nas "
+heavy=" fabric-st transmitter-offload invoke coherence objects nas "
 [ "${VERBS_FULL:-0}" = 1 ] && heavy=""
 # VERBS_SUITES picks suites (default: all of them).
 for t in ${VERBS_SUITES:-$default_suites}; do
@@ -49,6 +49,9 @@ for t in ${VERBS_SUITES:-$default_suites}; do
   [ "$t" = coherence ] && filter=(--gtest_filter='-*CoherenceInPlace*:CoherenceReserve.*')
   # fabric-st: the fabric suite on thread-domain QPs (QpCaps::single_thread).
   if [ "$t" = fabric-st ]; then bin=fabric; export LOOM_TEST_QP_SINGLE_THREAD=1; else unset LOOM_TEST_QP_SINGLE_THREAD; fi
+  # transmitter-offload: the Transmitter's suite with an executor and a completer posting and
+  # polling (LOOM_OFFLOAD=dynamic), over the device: batched posts as one linked list.
+  if [ "$t" = transmitter-offload ]; then bin=transmitter; export LOOM_OFFLOAD=dynamic; else unset LOOM_OFFLOAD; fi
   [ "$t" = invoke ] && threads=2  # every thread is a call destination
   for np in $nprocs; do
     [[ "$heavy" == *" $t "* ]] && [ "$np" != "${nprocs%% *}" ] && continue
