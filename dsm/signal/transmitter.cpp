@@ -292,8 +292,7 @@ void Transmitter::flush() {
 
 namespace loom::signal {
 Posted Transmitter::post_offloaded(const fabric::SendWr& wr, bool force_signal) {
-  if (inline_limit_ != 0 && !wr.inline_data && wr.local.length != 0 && wr.local.length <= inline_limit_ &&
-      (wr.opcode == fabric::Opcode::Write || wr.opcode == fabric::Opcode::Send || wr.opcode == fabric::Opcode::WriteWithImm)) {
+  if (goes_inline(wr)) {
     fabric::SendWr in = wr;
     in.inline_data = true;
     return channel_->submit(in, force_signal);

@@ -78,9 +78,7 @@ class Transmitter : public memory::FlushSource {
   // for another thread to act. `force_signal` makes this post signaled.
   Posted post(const fabric::SendWr& wr, bool force_signal = false) {
     if (channel_) return post_offloaded(wr, force_signal);
-    if (inline_limit_ != 0 && !wr.inline_data && wr.local.length != 0 && wr.local.length <= inline_limit_ &&
-        (wr.opcode == fabric::Opcode::Write || wr.opcode == fabric::Opcode::Send ||
-         wr.opcode == fabric::Opcode::WriteWithImm)) {
+    if (goes_inline(wr)) {
       // Small payloads travel inside the request: no DMA read of the source on a NIC, no local
       // key check on shm.
       fabric::SendWr in;
@@ -107,6 +105,11 @@ class Transmitter : public memory::FlushSource {
   }
 
  private:
+  // Small WRITE/SEND payloads travel inside the request where the QP says it helps.
+  bool goes_inline(const fabric::SendWr& wr) const {
+    return inline_limit_ != 0 && !wr.inline_data && wr.local.length != 0 && wr.local.length <= inline_limit_ &&
+           (wr.opcode == fabric::Opcode::Write || wr.opcode == fabric::Opcode::Send || wr.opcode == fabric::Opcode::WriteWithImm);
+  }
   // Field by field, each at its own width: callers build the request just before posting it, and
   // a wide copy reading across their narrow stores stalls on store forwarding (a few ns a post).
   [[gnu::always_inline]] static void copy_fields(fabric::SendWr& to, const fabric::SendWr& from) {

@@ -56,7 +56,7 @@ int Channel::execute(int budget) {
   while (n < budget) {
     const uint32_t k = gather(static_cast<uint32_t>(std::min(budget - n, static_cast<int>(kBatch))));
     if (k == 0) break;
-    post_batch(k);
+    post_batch(k, true);
     n += static_cast<int>(k);
   }
   if (n == 0 && since_ != 0 && tags_.in_flight() == 0 && commands_.peek_at(0) == nullptr) {
@@ -79,16 +79,7 @@ void Channel::post_marker() {
   auto [seq, activate] = tags_.push(commands_.head(), since_ + 1);
   (void)seq;
   if (activate) off_.activate_completer(comp_node_);
-  credits_.fetch_sub(1, std::memory_order_relaxed);
-  fabric::PostResult r = qp_.post_send(wr);
-  while (r == fabric::PostResult::QueueFull) {
-    complete();
-    std::this_thread::yield();
-    r = qp_.post_send(wr);
-  }
-  if (r != fabric::PostResult::Ok) refuse(wr, r, true);
-  signaled_.fetch_add(1, std::memory_order_relaxed);
-  since_ = 0;
+  post_batch(1, false);
 }
 
 // Copies up to `budget` placed commands (as many as there are credits for) into batch_, and
@@ -122,13 +113,15 @@ uint32_t Channel::gather(uint32_t budget) {
   return n;
 }
 
-// Posts batch_[0, n) in one call; the commands' slots go back to the requesters once posted.
-void Channel::post_batch(uint32_t n) {
+// Posts batch_[0, n) in one call; the commands' slots go back to the requesters once posted
+// (a marker has no command).
+void Channel::post_batch(uint32_t n, bool commands) {
   credits_.fetch_sub(n, std::memory_order_relaxed);
   uint32_t done = 0;
   while (done < n) {
     const fabric::QueuePair::BatchResult r = qp_.post_send_batch(std::span<const fabric::SendWr>(batch_ + done, n - done));
-    for (size_t i = 0; i < r.accepted; ++i) commands_.pop();
+    if (commands)
+      for (size_t i = 0; i < r.accepted; ++i) commands_.pop();
     done += static_cast<uint32_t>(r.accepted);
     since_ += static_cast<uint32_t>(r.accepted);
     if (done == n) break;
@@ -140,7 +133,7 @@ void Channel::post_batch(uint32_t n) {
       continue;
     }
     refuse(batch_[done], r.failure, batch_[n - 1].signaled);
-    commands_.pop();
+    if (commands) commands_.pop();
     ++done;
   }
   posts_.fetch_add(n, std::memory_order_relaxed);

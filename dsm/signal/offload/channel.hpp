@@ -66,7 +66,7 @@ class Channel {
  private:
   static constexpr uint32_t kBatch = 16;  // requests handed to the provider in one call at most
   uint32_t gather(uint32_t budget);
-  void post_batch(uint32_t n);
+  void post_batch(uint32_t n, bool commands);
   void post_marker();
   void refuse(const fabric::SendWr& wr, fabric::PostResult r, bool tag_pending);
   void finish(Tag& t);
