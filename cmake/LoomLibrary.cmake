@@ -1,32 +1,46 @@
-# loom_library(<layer> SOURCES ... [LAYERS ...] [PUBLIC ...] [PRIVATE ...])
+# loom_library(<layer> SOURCES ... [LAYERS ...] [PUBLIC ...] [PRIVATE ...] [PRIVATE_PKG ...]
+#              [DEFINITIONS ...] [INCLUDES ...])
 #
 # One layer of Loom as the library `loom_<layer>` (static: what the tree's programs, tests and
-# benchmarks link) and, with LOOM_SHARED_LIBS, `loom_<layer>_shared` (the same sources as
-# libloom_<layer>.so, for installed programs). LAYERS are the Loom layers it builds on (the
-# static library links their static libraries, the shared one their shared ones); PUBLIC and
-# PRIVATE are other dependencies; PRIVATE_PKG names pkg-config modules found with IMPORTED_TARGET.
-# Both are installed and exported: Loom::<layer> is the shared
-# library (or the static one where no shared one is built), Loom::<layer>-static the static one.
-# Headers are included as <loom/<layer>/...> from the tree (include/loom/ links to the layers'
-# folders) and from the installed package alike.
+# benchmarks link) and, with LOOM_SHARED_LIBS, `loom_<layer>_shared` (libloom_<layer>.so, for
+# installed programs). Both are made of one set of objects, `loom_<layer>_objects`, compiled
+# once: position-independent (a shared library of the tree may hold the static one: the OpenMP
+# layer's libloom-omp.so carries every layer) and without semantic interposition (a program
+# cannot replace a Loom function inside Loom's own libraries, as in a program). LAYERS are the
+# Loom layers it builds on (the static library links their static libraries, the shared one
+# their shared ones); PUBLIC and PRIVATE are other dependencies; PRIVATE_PKG names pkg-config
+# modules found with IMPORTED_TARGET; DEFINITIONS are compile definitions the layer and the
+# tree's code using it see (not installed); INCLUDES are private include directories.
+# Both are installed and exported: Loom::<layer> is the shared library (or the static one where
+# no shared one is built), Loom::<layer>-static the static one. Headers are included as
+# <loom/<layer>/...> from the tree (include/loom/ links to the layers' folders) and from the
+# installed package alike.
 function(loom_library layer)
-  cmake_parse_arguments(L "" "" "SOURCES;LAYERS;PUBLIC;PRIVATE;PRIVATE_PKG" ${ARGN})
+  cmake_parse_arguments(L "" "" "SOURCES;LAYERS;PUBLIC;PRIVATE;PRIVATE_PKG;DEFINITIONS;INCLUDES" ${ARGN})
+  set(objects loom_${layer}_objects)
+  add_library(${objects} OBJECT ${L_SOURCES})
+  set_target_properties(${objects} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  target_compile_options(${objects} PRIVATE -fno-semantic-interposition)
+  target_include_directories(${objects} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include ${L_INCLUDES})
+  target_compile_definitions(${objects} PRIVATE ${L_DEFINITIONS})
+  # The objects see what the static library's users see (layers, dependencies, pkg-config modules).
+  list(TRANSFORM L_LAYERS PREPEND loom_ OUTPUT_VARIABLE static_layers)
+  target_link_libraries(${objects} PRIVATE ${static_layers} ${L_PUBLIC} ${L_PRIVATE})
+  foreach(pkg IN LISTS L_PRIVATE_PKG)
+    target_link_libraries(${objects} PRIVATE PkgConfig::${pkg})
+  endforeach()
   set(variants loom_${layer})
   if(LOOM_SHARED_LIBS)
     list(APPEND variants loom_${layer}_shared)
   endif()
   foreach(target IN LISTS variants)
     if(target MATCHES "_shared$")
-      add_library(${target} SHARED ${L_SOURCES})
+      add_library(${target} SHARED $<TARGET_OBJECTS:${objects}>)
       set_target_properties(${target} PROPERTIES OUTPUT_NAME loom_${layer} EXPORT_NAME ${layer}
                             VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
       list(TRANSFORM L_LAYERS APPEND _shared OUTPUT_VARIABLE layer_targets)
     else()
-      add_library(${target} STATIC ${L_SOURCES})
-      # Position-independent, so that a shared library of the tree may hold them (the OpenMP
-      # layer's libloom-omp.so carries every layer); no interposition assumed, as in a program.
-      set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
-      target_compile_options(${target} PRIVATE -fno-semantic-interposition)
+      add_library(${target} STATIC $<TARGET_OBJECTS:${objects}>)
       set(export_name ${layer}-static)
       if(NOT LOOM_SHARED_LIBS)
         set(export_name ${layer})
@@ -34,11 +48,15 @@ function(loom_library layer)
       set_target_properties(${target} PROPERTIES EXPORT_NAME ${export_name})
       set(layer_targets ${L_LAYERS})
     endif()
+    set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
     list(TRANSFORM layer_targets PREPEND loom_)
     target_include_directories(${target} PUBLIC
       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
       $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
       $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+    foreach(d IN LISTS L_DEFINITIONS)
+      target_compile_definitions(${target} PUBLIC $<BUILD_INTERFACE:${d}>)
+    endforeach()
     target_link_libraries(${target} PUBLIC ${layer_targets} ${L_PUBLIC} PRIVATE ${L_PRIVATE})
     foreach(pkg IN LISTS L_PRIVATE_PKG)
       loom_link_private_pkg(${target} ${pkg})

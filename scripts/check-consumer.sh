@@ -3,9 +3,12 @@
 # shared libraries, with the static ones, and a pkg-config compile line — and runs each under
 # the installed loomrun with 2 processes; then the OpenMP example (histogram.c) with nothing but
 # -fopenmp and the loom-omp link line, at 2 processes of 2 threads.
-# Usage: check-consumer.sh [PREFIX]   (no PREFIX: Loom installed in the system, e.g. the .debs)
+# Usage: check-consumer.sh [--link-lines] [PREFIX]   (no PREFIX: Loom installed in the system,
+# e.g. the .debs; --link-lines: the pkg-config compile line and the OpenMP example only)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../examples/consumer" && pwd)
+kinds="shared static"
+if [ "${1:-}" = --link-lines ]; then kinds=""; shift; fi
 prefix=${1:-}
 work=$(mktemp -d /tmp/loom-consumer.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -16,7 +19,7 @@ if [ -n "$prefix" ]; then
   loomrun=$prefix/bin/loomrun
   export PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name loom.pc -print -quit)")
 fi
-for kind in shared static; do
+for kind in $kinds; do
   static=OFF; [ $kind = static ] && static=ON
   cmake -S "$src" -B "$work/$kind" "${cmake_args[@]}" -DCONSUMER_STATIC=$static > "$work/$kind.log"
   cmake --build "$work/$kind" >> "$work/$kind.log"

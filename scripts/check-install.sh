@@ -4,7 +4,9 @@
 #     (#include <loom/...> and nothing else on the command line but the prefix);
 #  2. examples/consumer built against that prefix (find_package, shared and static; pkg-config)
 #     and run under the installed loomrun (scripts/check-consumer.sh);
-#  3. the .debs made by CPack, unpacked side by side, serve the consumer the same way.
+#  3. the .debs made by CPack, unpacked side by side, hold the install's files and serve the
+#     pkg-config compile line and the OpenMP example (.ci/run installs them on the machine and
+#     builds the consumer every way).
 # Usage: check-install.sh BUILD_DIR   (ctest runs it as install.consumer in the release build)
 set -euo pipefail
 build=$(cd "${1:?usage: check-install.sh BUILD_DIR}" && pwd)
@@ -36,5 +38,5 @@ done
 for f in usr/bin/loomrun usr/include/loom/loom.hpp usr/lib/pkgconfig/loom.pc usr/lib/cmake/Loom/LoomConfig.cmake; do
   [ -e "$work/deb/$f" ] || { echo "FAILED: the .debs lack /$f"; exit 1; }
 done
-bash "$here/check-consumer.sh" "$work/deb/usr"
+bash "$here/check-consumer.sh" --link-lines "$work/deb/usr"
 echo "install: OK"
