@@ -10,6 +10,7 @@
 
 #include "tests/test_settings_table.hpp"
 #include "loom/dsm/memory/circular_allocator.hpp"
+#include "loom/dsm/signal/offload/offloader.hpp"
 #include "tests/mp_test.hpp"
 
 using namespace loom;
@@ -127,4 +128,57 @@ TEST(Transmitter, WaitAndFlushCompleteEverything) {
   tx.flush();  // also hands this thread's cached lane credits back
   EXPECT_EQ(tx.credits(), static_cast<int64_t>(tx.depth()));
   rt().barrier();
+}
+
+// Posts on a queue pair that is not connected are refused (fabric::PostResult::NotConnected).
+// Directly, post() returns the refusal and flush() (which needs a marker posted) raises an error
+// that says so. Offloaded, post() has queued the request when the executor finds it refused:
+// each refusal reaches the error handler once, the refused signaled posts' tags are settled
+// without a completion, flush() returns, and every credit comes back.
+TEST(Transmitter, RefusedPostsAreReportedAndLoseNoCredit) {
+  fabric::Provider& prov = rt().provider();
+  fabric::QpCaps caps;
+  caps.max_send_wr = 32;  // several signaled batches in 100 posts
+  SharedBuffers buf(4096);
+  const Remote r = buf.remote[static_cast<size_t>(right())];
+  fabric::SendWr wr;
+  wr.opcode = fabric::Opcode::Write;
+  wr.local = {buf.local.address(), 8, buf.local.lkey};
+  wr.remote_addr = r.addr;
+  wr.rkey = r.rkey;
+  constexpr int kPosts = 100;
+  for (const bool offloaded : {false, true}) {
+    SCOPED_TRACE(offloaded ? "offloaded" : "direct");
+    auto send_cq = prov.create_cq(caps.max_send_wr);
+    auto recv_cq = prov.create_cq(caps.max_send_wr);
+    auto qp = prov.create_qp(right(), *send_cq, *recv_cq, caps);  // never connected
+    signal::offload::Offloader off(signal::offload::Offloader::Config{});
+    signal::Transmitter::Config cfg;
+    if (offloaded) cfg.offloader = &off;
+    signal::Transmitter tx(*qp, *send_cq, cfg);
+    std::atomic<int> reported{0};
+    tx.set_error_handler([&](const fabric::Completion& c) {
+      EXPECT_EQ(c.status, fabric::Status::WorkRequestFlushed);
+      reported.fetch_add(1);
+    });
+    for (int i = 0; i < kPosts; ++i) {
+      const signal::Posted p = tx.post(wr, i % 40 == 39);  // some forced signals among them
+      if (offloaded) ASSERT_TRUE(p.ok()) << fabric::to_string(p.result);
+      else ASSERT_EQ(p.result, fabric::PostResult::NotConnected);
+    }
+    if (!offloaded) {
+      try {
+        tx.flush();
+        ADD_FAILURE() << "flush() on a queue pair that is not connected returned";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("not connected"), std::string::npos) << e.what();
+      }
+      EXPECT_EQ(reported.load(), 0);
+      continue;
+    }
+    tx.flush();
+    EXPECT_EQ(reported.load(), kPosts);
+    EXPECT_EQ(tx.errors(), static_cast<uint64_t>(kPosts));
+    EXPECT_EQ(tx.credits(), static_cast<int64_t>(tx.depth())) << tx.describe();
+  }
 }
