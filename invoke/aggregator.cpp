@@ -20,6 +20,7 @@ Messenger& Aggregator::messenger(Thread dest) {
 Aggregator::~Aggregator() {
   if (cfg_.mode == Mode::Trad) flush();
   else drain();
+  if (noted_) inv_.messengers().forget(this);
 }
 
 bool Aggregator::submit(Thread dest, const FrameSpec& s, Synchronizer* transmitted) {
@@ -46,6 +47,7 @@ bool Aggregator::submit(Thread dest, const FrameSpec& s, Synchronizer* transmitt
   }
   if (q.empty()) touched_.push_back(&m);
   q.push_back(Queued{rec, len, transmitted});
+  if (!noted_) inv_.messengers().note_keeping(this);
   exceeding_ += len;
   ++exceeded_;
   return true;
@@ -91,6 +93,31 @@ void Aggregator::drain() {
     flush();
     return touched_.empty();
   });
+}
+
+void MessengerGlobal::note_keeping(Aggregator* a) {
+  keeping_.push_back(a);
+  a->noted_ = true;
+}
+
+void MessengerGlobal::forget(Aggregator* a) {
+  std::erase(keeping_, a);
+  a->noted_ = false;
+}
+
+void MessengerGlobal::send_kept() {
+  // flush() may leave an Aggregator keeping calls (rings still full); one that kept none is let go.
+  for (size_t i = 0; i < keeping_.size();) {
+    Aggregator* a = keeping_[i];
+    a->flush();
+    if (a->exceeding_bytes() != 0) {
+      ++i;
+      continue;
+    }
+    a->noted_ = false;
+    keeping_[i] = keeping_.back();
+    keeping_.pop_back();
+  }
 }
 
 }  // namespace loom::invoke

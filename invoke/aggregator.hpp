@@ -48,7 +48,8 @@ class Aggregator {
   }
 
   bool submit(Thread dest, const FrameSpec& s, Synchronizer* transmitted);
-  // Trad: sends every open record. Ovfl: sends exceeding calls as far as the Messengers allow.
+  // Trad: sends every open record. Ovfl: sends exceeding calls as far as the Messengers allow;
+  // what stays is sent by this thread's later waits (Invoker::progress()) as the rings free up.
   void flush();
   // Ovfl: returns once no call is exceeding (running this thread's calls meanwhile).
   void drain();
@@ -73,6 +74,8 @@ class Aggregator {
   std::vector<Messenger*> messengers_;        // this thread's, by global thread id (looked up once)
   size_t exceeding_ = 0;
   uint64_t exceeded_ = 0;
+  bool noted_ = false;  // in this thread's MessengerGlobal's list of Aggregators keeping calls
+  friend class MessengerGlobal;
 };
 
 }  // namespace loom::invoke

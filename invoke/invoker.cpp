@@ -220,6 +220,7 @@ int Invoker::progress() {
   // helpers'), and draining them here raced with their owner's open records (ThreadSanitizer,
   // Invoke.BarrierRuns... at np 4, once calls made inside calls queued).
   if (m.maybe_async()) m.drain_async();
+  if (m.keeping()) m.send_kept();
   const ThreadName& n = this_thread_name();
   if (!n.label.empty() && n.thread < threads_) return inboxes_[static_cast<size_t>(n.thread)]->poll();
   return 0;

@@ -18,6 +18,7 @@
 #include "loom/invoke/synchronizer.hpp"
 
 namespace loom::invoke {
+class Aggregator;
 class Invoker;
 class MessengerGlobal;
 }
@@ -153,6 +154,13 @@ class MessengerGlobal {
   // by this thread, cleared by its drain_async() once none are left.
   bool maybe_async() const { return maybe_async_; }
   void note_async() { maybe_async_ = true; }
+  // Ovfl Aggregators of this thread keeping calls (their Messengers were full): every progress()
+  // of this thread sends what the rings take now, so a wait for such a call ends once the
+  // receiver catches up (a Synchronizer waited on after a flush() that could not send it all).
+  void note_keeping(Aggregator* a);
+  void forget(Aggregator* a);
+  bool keeping() const { return !keeping_.empty(); }
+  void send_kept();
   // Calls this thread made (through any of its Messengers, or send-based); only this thread
   // writes it.
   uint64_t sent() const { return sent_.load(std::memory_order_acquire); }
@@ -164,6 +172,7 @@ class MessengerGlobal {
   Invoker& inv_;
   std::atomic<uint64_t> sent_{0};
   bool maybe_async_ = false;
+  std::vector<Aggregator*> keeping_;
   Messenger& create(Thread dest);
   std::vector<std::unique_ptr<Messenger>> messengers_;  // by global thread id
 };

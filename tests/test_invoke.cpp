@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -465,6 +466,47 @@ TEST(Invoke, AggregatorModesDeliverInOrder) {
     EXPECT_EQ(inv.bad_calls(), 0u);
     rt().barrier();
   }
+}
+
+// Calls an Ovfl Aggregator keeps (its receiver was behind) go out from any wait of their thread:
+// a Synchronizer waited on after a flush() that could not send them returns once the receiver
+// catches up, with no other flush (bench_invoke's ovfl rows hung in this wait under load).
+TEST(Invoke, KeptCallsGoOutFromAnyWaitOfTheirThread) {
+  // Reset before the Invoker exists.
+  static std::atomic<uint64_t> got{0};
+  got = 0;
+  Invoker inv(rt(), small_rings(2));
+  const bool sender = rt().rank() % 2 == 0;
+  const Thread dest{rt().rank() ^ 1, 0};
+  uint64_t made = 0;
+  std::optional<Aggregator> agg;
+  Synchronizer done(1);
+  if (sender) {
+    Aggregator::Config ac;
+    ac.mode = Mode::Ovfl;
+    agg.emplace(ac);
+    // The receiver does not poll yet: its ring fills, and the Aggregator keeps calls.
+    for (; agg->exceeded_calls() < 100; ++made) ASSERT_TRUE(agg->call(dest, [] { got.fetch_add(1); }));
+    ASSERT_TRUE(agg->call<Notify::Executed>(dest, [] { got.fetch_add(1); }, &done));
+    ++made;
+    agg->flush();  // the ring is still full: the calls stay kept
+    EXPECT_GT(agg->exceeding_bytes(), 0u);
+  }
+  // The receivers start polling once they know how many calls come.
+  uint64_t n = made;
+  auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&n, 1)));
+  if (sender) {
+    done.wait();
+    EXPECT_EQ(agg->exceeding_bytes(), 0u);
+  } else {
+    uint64_t expected;
+    std::memcpy(&expected, all[static_cast<size_t>(dest.rank)].data(), 8);
+    poll_until(got, expected);
+    EXPECT_EQ(got.load(), expected);
+  }
+  agg.reset();
+  EXPECT_EQ(inv.bad_calls(), 0u);
+  rt().barrier();
 }
 
 namespace {
