@@ -27,7 +27,7 @@ grep -qE '^LOOM_SANITIZE:[A-Z]+=.+' "$build/CMakeCache.txt" 2>/dev/null && sanit
 # The layers above the Transmitter (coherence, objects, NAS) cross verbs in scripts/nodes-suite.sh
 # (CI's nodes.rxe, between two guests); here with VERBS_FULL=1 or when named in VERBS_SUITES.
 default_suites="fabric fabric-st service transmitter transmitter-offload invoke"
-[ "${VERBS_FULL:-0}" = 1 ] && default_suites="$default_suites coherence objects nas"
+[ "${VERBS_FULL:-0}" = 1 ] && default_suites="$default_suites coherence objects nas omp"
 if [ $sanitized = 1 ]; then
   default_suites="fabric service transmitter invoke"
   nprocs=${nprocs%% *}
@@ -37,8 +37,29 @@ fi
 # every count, auto objects too.
 heavy=" fabric-st transmitter-offload invoke coherence objects nas "
 [ "${VERBS_FULL:-0}" = 1 ] && heavy=""
+# run NAME COMMAND...: one case, its log in /tmp/verbs-NAME.log (without spaces), its tail shown
+# on failure.
+run() {
+  local name=$1 log="/tmp/verbs-${1// /}.log" start=$(date +%s)
+  shift
+  if "$@" > "$log" 2>&1; then
+    passed=$((passed + 1))
+    echo "PASS verbs $name ($(( $(date +%s) - start )) s)"
+  else
+    failed=$((failed + 1))
+    echo "FAIL verbs $name ($(( $(date +%s) - start )) s):"
+    tail -40 "$log"
+  fi
+}
 # VERBS_SUITES picks suites (default: all of them).
 for t in ${VERBS_SUITES:-$default_suites}; do
+  # omp: the OpenMP programs as ctest runs them (2 processes of 2 threads, the default policy,
+  # class S): each program's own test command, on verbs.
+  if [ "$t" = omp ]; then
+    run "omp -n 2" ctest --test-dir "$build" -L omp -R '[.]np2$' -E 'floating-dir|fixed-ts|fixed-dir|[.]W[.]' --timeout 900 \
+      --output-on-failure
+    continue
+  fi
   threads=1
   bin=$t
   filter=()
@@ -58,15 +79,7 @@ for t in ${VERBS_SUITES:-$default_suites}; do
   [ "$t" = invoke ] && threads=2  # every thread is a call destination
   for np in $nprocs; do
     [[ "$heavy" == *" $t "* ]] && [ "$np" != "${nprocs%% *}" ] && continue
-    start=$(date +%s)
-    if "$build/loomrun" -n "$np" --threads "$threads" --timeout 300 "$build/tests/test_$bin" "${filter[@]}" > "/tmp/verbs-$t-$np.log" 2>&1; then
-      passed=$((passed + 1))
-      echo "PASS verbs $t -n $np ($(( $(date +%s) - start )) s)"
-    else
-      failed=$((failed + 1))
-      echo "FAIL verbs $t -n $np ($(( $(date +%s) - start )) s):"
-      tail -40 "/tmp/verbs-$t-$np.log"
-    fi
+    run "$t -n $np" "$build/loomrun" -n "$np" --threads "$threads" --timeout 300 "$build/tests/test_$bin" "${filter[@]}"
   done
 done
 echo "verbs: $passed passed, $failed failed"
