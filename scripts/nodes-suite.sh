@@ -29,21 +29,9 @@ failed=0
 logs=/tmp/nodes-suite
 mkdir -p $logs
 
-# run NAME COMMAND...: one case, its log kept for the failure report (every loomrun has a
-# --timeout, so none can hang).
-run() {
-  local name=$1
-  shift
-  local start=$(date +%s)
-  if "$@" > "$logs/$name.log" 2>&1; then
-    passed=$((passed + 1))
-    echo "PASS nodes $name ($(( $(date +%s) - start )) s)"
-  else
-    failed=$((failed + 1))
-    echo "FAIL nodes $name ($(( $(date +%s) - start )) s):"
-    tail -40 "$logs/$name.log"
-  fi
-}
+# One case, its log kept for the failure report (every loomrun has a --timeout, so none can hang).
+source "$here/scripts/suite-case.sh"
+run() { case_run nodes "$logs" "$@"; }
 loomrun() { "$build/loomrun" $hosts --timeout "${LOOM_NODES_TIMEOUT:-600}" "$@"; }
 
 # The rendezvous form: one loomrun per node, node 1's started over the remote shell.

@@ -37,20 +37,9 @@ fi
 # every count, auto objects too.
 heavy=" fabric-st transmitter-offload invoke coherence objects nas "
 [ "${VERBS_FULL:-0}" = 1 ] && heavy=""
-# run NAME COMMAND...: one case, its log in /tmp/verbs-NAME.log (without spaces), its tail shown
-# on failure.
-run() {
-  local name=$1 log="/tmp/verbs-${1// /}.log" start=$(date +%s)
-  shift
-  if "$@" > "$log" 2>&1; then
-    passed=$((passed + 1))
-    echo "PASS verbs $name ($(( $(date +%s) - start )) s)"
-  else
-    failed=$((failed + 1))
-    echo "FAIL verbs $name ($(( $(date +%s) - start )) s):"
-    tail -40 "$log"
-  fi
-}
+source "$(dirname "$0")/suite-case.sh"
+mkdir -p /tmp/verbs-suite
+run() { case_run verbs /tmp/verbs-suite "$@"; }
 # VERBS_SUITES picks suites (default: all of them).
 for t in ${VERBS_SUITES:-$default_suites}; do
   # omp: the OpenMP programs as ctest runs them (2 processes of 2 threads, the default policy,
