@@ -59,16 +59,16 @@ int Channel::execute(int budget) {
     post_batch(k, true);
     n += static_cast<int>(k);
   }
-  if (n == 0 && since_ != 0 && tags_.in_flight() == 0 && commands_.peek_at(0) == nullptr) {
+  if (n == 0 && uncovered_ != 0 && tags_.in_flight() == 0 && commands_.peek_at(0) == nullptr) {
     post_marker();
     n = 1;
   }
   return n;
 }
 
-// The queue ran dry behind unsignaled posts while a signal was in flight; that one has
-// completed, and nothing covers them: a zero-length signaled WRITE does (it touches no memory
-// and needs no key).
+// The queue ran dry behind unsignaled posts (or refused ones) while a signal was in flight; that
+// one has completed, and nothing covers them: a zero-length signaled WRITE does (it touches no
+// memory and needs no key; refused too, its tag settles and counts them done).
 void Channel::post_marker() {
   if (credits_.load(std::memory_order_acquire) == 0) return;  // a signal is in flight after all
   fabric::SendWr& wr = batch_[0];
@@ -132,7 +132,7 @@ void Channel::post_batch(uint32_t n, bool commands) {
       std::this_thread::yield();
       continue;
     }
-    refuse(batch_[done], r.failure, batch_[n - 1].signaled);
+    refuse(batch_[done], r.failure, batch_[n - 1].signaled, commands);
     if (commands) commands_.pop();
     ++done;
   }
@@ -140,18 +140,24 @@ void Channel::post_batch(uint32_t n, bool commands) {
   if (batch_[n - 1].signaled) {
     signaled_.fetch_add(1, std::memory_order_relaxed);
     since_ = 0;
+    uncovered_ = 0;
+  } else {
+    uncovered_ += n;  // refused ones too: a ticket is done once a later signal settles
   }
 }
 
-// A post the queue pair refused (it is not connected, or in the error state): reported through
-// the Transmitter's error handler, and counted done with the signaled post that ends its batch
-// (or the next one, whose credits then do not include it): a queue pair that refuses posts
-// fails those too, and the refused signaled post's tag is settled without a completion.
-void Channel::refuse(const fabric::SendWr& wr, fabric::PostResult r, bool tag_pending) {
-  fabric::Completion c;
-  c.opcode = wr.opcode;
-  c.status = fabric::Status::WorkRequestFlushed;
-  tx_.report_error(c, fabric::to_string(r));
+// A post the queue pair refused (it is not connected, or in the error state): a requester's is
+// reported through the Transmitter's error handler (a marker, the executor's own, is not), and
+// counted done with the signaled post that ends its batch (or the next one, or a marker, whose
+// credits then do not include it): a queue pair that refuses posts fails those too, and the
+// refused signaled post's tag is settled without a completion.
+void Channel::refuse(const fabric::SendWr& wr, fabric::PostResult r, bool tag_pending, bool requested) {
+  if (requested) {
+    fabric::Completion c;
+    c.opcode = wr.opcode;
+    c.status = fabric::Status::WorkRequestFlushed;
+    tx_.report_error(c, fabric::to_string(r));
+  }
   if (wr.signaled) tags_.back().refused.store(true, std::memory_order_release);  // pairs with settle_refused()'s acquire
   else if (!tag_pending) credits_.fetch_add(1, std::memory_order_relaxed);
 }

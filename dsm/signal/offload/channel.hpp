@@ -42,7 +42,7 @@ class Channel {
   int execute(int budget);
   // Executor: stops watching the queue if it is empty.
   // Not while posts wait for a signal to cover them (execute() posts a marker once none is in flight).
-  bool executor_try_idle() { return since_ == 0 && commands_.try_deactivate(); }
+  bool executor_try_idle() { return uncovered_ == 0 && commands_.try_deactivate(); }
   // Any thread, one at a time (others return 0): polls the completion queue once; the number of
   // completions and refused posts handled.
   int complete();
@@ -68,7 +68,7 @@ class Channel {
   uint32_t gather(uint32_t budget);
   void post_batch(uint32_t n, bool commands);
   void post_marker();
-  void refuse(const fabric::SendWr& wr, fabric::PostResult r, bool tag_pending);
+  void refuse(const fabric::SendWr& wr, fabric::PostResult r, bool tag_pending, bool requested);
   void finish(Tag& t);
   int settle_refused();
   void notify_waiters();
@@ -83,8 +83,11 @@ class Channel {
   ChannelNode exec_node_;
   ChannelNode comp_node_;
 
-  // Executor's own: posts since the last signaled one, and the batch being posted.
+  // Executor's own: posts the queue pair took since the last signaled one (their credits come
+  // back with the next signal), commands posted or refused since then (their tickets wait for
+  // the next signal, or a marker, to be counted done), and the batch being posted.
   uint32_t since_ = 0;
+  uint32_t uncovered_ = 0;
   fabric::SendWr batch_[kBatch];
   // Credits the executor may spend (it alone takes; pollers return). Read elsewhere for statistics.
   alignas(64) std::atomic<uint32_t> credits_;
