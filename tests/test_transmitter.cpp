@@ -112,11 +112,7 @@ TEST(Transmitter, WaitAndFlushCompleteEverything) {
   auto mesh = rt().make_mesh(fabric::QpCaps{});
   auto& tx = mesh->tx(right());
   const Remote r = buf.remote[static_cast<size_t>(right())];
-  fabric::SendWr wr;
-  wr.opcode = fabric::Opcode::Write;
-  wr.local = {buf.local.address(), 8, buf.local.lkey};
-  wr.remote_addr = r.addr;
-  wr.rkey = r.rkey;
+  const fabric::SendWr wr = fabric::write_request({buf.local.address(), 8, buf.local.lkey}, r.addr, r.rkey, false);
   auto p = tx.post(wr);
   ASSERT_TRUE(p.ok());
   // Offloaded, the executor signals the last command it finds (the queue ran dry).
@@ -141,11 +137,7 @@ TEST(Transmitter, RefusedPostsAreReportedAndLoseNoCredit) {
   caps.max_send_wr = 32;  // several signaled batches in 100 posts
   SharedBuffers buf(4096);
   const Remote r = buf.remote[static_cast<size_t>(right())];
-  fabric::SendWr wr;
-  wr.opcode = fabric::Opcode::Write;
-  wr.local = {buf.local.address(), 8, buf.local.lkey};
-  wr.remote_addr = r.addr;
-  wr.rkey = r.rkey;
+  const fabric::SendWr wr = fabric::write_request({buf.local.address(), 8, buf.local.lkey}, r.addr, r.rkey, false);
   constexpr int kPosts = 100;
   for (const bool offloaded : {false, true}) {
     SCOPED_TRACE(offloaded ? "offloaded" : "direct");
