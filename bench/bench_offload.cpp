@@ -7,7 +7,11 @@
 //   overhead_us  time a requester spends inside post() per request, 256 requests in flight each
 //   msgs_per_s   READs completed per second in that same run
 //   idle_cpu_fraction  CPU the executor and completer take in the second after the runs
+// and the rate and overhead over Q queue pairs to the peer (rows -q<Q>: a mesh with Q ways,
+// requester thread t posting on way t % Q, offloaded with one executor-completer pair a way).
 // Run: loomrun -n 2 bench_offload [--quick] [--csv FILE]
+#include <stdlib.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -59,9 +63,13 @@ void run_threads(int threads, F f) {
 }
 
 // Each thread posts a READ and waits for it, `rounds` times; the mean latency over threads.
-double latency_us(signal::Transmitter& tx, const memory::RDMAMemory& local, const Target& tgt, int threads, int rounds) {
+// The Transmitter requester thread t posts on: way t % ways of the mesh's queue pairs to rank 1.
+signal::Transmitter& tx_of(Mesh& mesh, int t) { return mesh.tx(1, t % mesh.ways); }
+
+double latency_us(Mesh& mesh, const memory::RDMAMemory& local, const Target& tgt, int threads, int rounds) {
   std::vector<double> per(static_cast<size_t>(threads));
   run_threads(threads, [&](int t) {
+    signal::Transmitter& tx = tx_of(mesh, t);
     for (int i = 0; i < rounds / 10; ++i) tx.wait(tx.post(read_request(local, t, static_cast<uint32_t>(i), tgt), true).tag);
     auto t0 = clk::now();
     for (int i = 0; i < rounds; ++i) tx.wait(tx.post(read_request(local, t, static_cast<uint32_t>(i), tgt), true).tag);
@@ -79,7 +87,7 @@ struct Rate {
 
 // Each thread keeps kWindow READs in flight for `seconds`; the time inside post() per request,
 // and the rate of completed READs.
-Rate rate(signal::Transmitter& tx, const memory::RDMAMemory& local, const Target& tgt, int threads, double seconds) {
+Rate rate(Mesh& mesh, const memory::RDMAMemory& local, const Target& tgt, int threads, double seconds) {
   std::atomic<uint64_t> total{0};
   std::atomic<bool> stop{false};
   std::vector<double> inside(static_cast<size_t>(threads));
@@ -90,6 +98,7 @@ Rate rate(signal::Transmitter& tx, const memory::RDMAMemory& local, const Target
     stop = true;
   });
   run_threads(threads, [&](int t) {
+    signal::Transmitter& tx = tx_of(mesh, t);
     std::vector<uint64_t> tags(kWindow);
     double in_post = 0;
     uint32_t i = 0;
@@ -170,6 +179,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // Rank 1 only serves READs, so rank 0's requesters, executor and completer share the machine's
+  // cores. Pinned (LOOM_PIN=auto pins a process to one core when the processes fill the cores),
+  // the threads this benchmark starts would inherit the main thread's single core, and every
+  // hand-over between them would wait for a time slice. LOOM_PIN set by hand is kept.
+  setenv("LOOM_PIN", "off", 0);
   Runtime rt(argc, argv);
   if (rt.size() != 2) {
     std::fprintf(stderr, "bench_offload needs 2 processes (loomrun -n 2 bench_offload)\n");
@@ -189,18 +203,17 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   const int rounds = quick ? 2000 : 20000;
   const double seconds = quick ? 0.3 : 1.0;
+  fabric::QpCaps caps;
+  caps.max_send_wr = 256;
   for (const Variant& v : variants) {
     std::unique_ptr<off::Offloader> o;
-    if (v.mode != off::Mode::Direct) o = std::make_unique<off::Offloader>(off::Offloader::Config{v.mode, v.wake, 2000, 4096});
-    fabric::QpCaps caps;
-    caps.max_send_wr = 256;
-    auto mesh = rt.make_mesh_offloaded(caps, o.get());
+    if (v.mode != off::Mode::Direct) o = std::make_unique<off::Offloader>(off::Offloader::Config{v.mode, v.wake, 2000, 4096, 1});
+    auto mesh = rt.make_mesh_offloaded(caps, o.get(), 1);
     if (rt.rank() == 0) {
-      signal::Transmitter& tx = mesh->tx(1);
       for (int T : thread_counts) {
         const std::string name = "offload-" + v.name + "-t" + std::to_string(T);
-        rows.push_back({name, 8, "latency_us", latency_us(tx, local, tgt, T, rounds / T), "us"});
-        const Rate r = rate(tx, local, tgt, T, seconds);
+        rows.push_back({name, 8, "latency_us", latency_us(*mesh, local, tgt, T, rounds / T), "us"});
+        const Rate r = rate(*mesh, local, tgt, T, seconds);
         rows.push_back({name, 8, "overhead_us", r.overhead_us, "us"});
         rows.push_back({name, 8, "msgs_per_s", r.msgs_per_s, "1/s"});
         std::printf("%-28s latency %7.2f us  overhead %7.3f us  rate %10.0f /s\n", name.c_str(), rows[rows.size() - 3].value,
@@ -215,6 +228,28 @@ int main(int argc, char** argv) {
     rt.barrier();
     mesh.reset();
     o.reset();
+  }
+  // Several queue pairs to the peer, each with its own executor and completer when offloaded.
+  const int qp_threads = max_threads < 8 ? max_threads : 8;
+  const std::vector<int> qp_counts = quick ? std::vector<int>{2} : std::vector<int>{1, 2, 4};
+  for (const Variant& v : variants) {
+    if (v.wake == off::Wake::CondVar) continue;
+    for (int Q : qp_counts) {
+      std::unique_ptr<off::Offloader> o;
+      if (v.mode != off::Mode::Direct)
+        o = std::make_unique<off::Offloader>(off::Offloader::Config{v.mode, v.wake, 2000, 4096, static_cast<uint32_t>(Q)});
+      auto mesh = rt.make_mesh_offloaded(caps, o.get(), Q);
+      if (rt.rank() == 0) {
+        const std::string name = "offload-" + v.name + "-t" + std::to_string(qp_threads) + "-q" + std::to_string(Q);
+        const Rate r = rate(*mesh, local, tgt, qp_threads, seconds);
+        rows.push_back({name, 8, "overhead_us", r.overhead_us, "us"});
+        rows.push_back({name, 8, "msgs_per_s", r.msgs_per_s, "1/s"});
+        std::printf("%-28s overhead %7.3f us  rate %10.0f /s\n", name.c_str(), r.overhead_us, r.msgs_per_s);
+      }
+      rt.barrier();
+      mesh.reset();
+      o.reset();
+    }
   }
   if (rt.rank() == 0) {
     const double spin_floor = handoff_us(false, quick ? 20000 : 200000);
@@ -233,7 +268,14 @@ int main(int argc, char** argv) {
                     value_of(rows, n, "overhead_us") / d_ovh, value_of(rows, n, "msgs_per_s") / d_rate);
       }
     }
-    std::printf("load average %.2f\n", load_average());
+    for (const char* m : {"direct", "static", "dynamic"})
+      for (int Q : qp_counts) {
+        const std::string n = std::string("offload-") + m + "-t" + std::to_string(qp_threads) + "-q" + std::to_string(Q);
+        const std::string d = "offload-direct-t" + std::to_string(qp_threads) + (quick ? "" : "-q1");
+        std::printf("t%d %-8s over %d queue pairs: rate %.2fx direct on one\n", qp_threads, m, Q,
+                    value_of(rows, n, "msgs_per_s") / value_of(rows, d, "msgs_per_s"));
+      }
+    std::printf("pinning %s; load average %.2f\n", rt.pinning() ? "on" : "off", load_average());
     if (!csv.empty()) write_csv(csv, rows);
   }
   rt.barrier();

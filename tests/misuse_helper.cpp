@@ -14,9 +14,12 @@
 //   threads    one thread calls Space::barrier under loomrun --threads 2: a stall report saying 1 of 2 arrived
 //   rt-barrier a process writes a shared region, then calls Runtime::barrier where Space::barrier
 //              was meant: a warning in checking mode
+//   qps-differ rank 1 asks for two queue pairs per peer (LOOM_QPS_PER_PEER), rank 0 for one: the
+//              Runtime's start-up names both values
 #include <sys/mman.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -138,11 +141,14 @@ int rt_barrier(Runtime& rt) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: misuse_helper registry|bad-call|unpolled|fault|make-lock|dsm-barrier|invoke-barrier|threads|rt-barrier\n");
+    std::fprintf(stderr, "usage: misuse_helper registry|bad-call|unpolled|fault|make-lock|dsm-barrier|invoke-barrier|threads|rt-barrier|qps-differ\n");
     return 2;
   }
-  Runtime rt(argc, argv);
   const std::string mode = argv[1];
+  if (mode == "qps-differ" && std::getenv("LOOM_RANK") != nullptr && std::string(std::getenv("LOOM_RANK")) == "1")
+    setenv("LOOM_QPS_PER_PEER", "2", 1);
+  Runtime rt(argc, argv);
+  if (mode == "qps-differ") return 0;  // the Runtime must have refused to start
   if (mode == "registry") return registry(rt);
   if (mode == "bad-call") return bad_call(rt);
   if (mode == "unpolled") return unpolled(rt);

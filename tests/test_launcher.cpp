@@ -451,6 +451,14 @@ TEST_F(Misuse, AFunctionOneRankLacksIsNamedAtStartUp) {
   EXPECT_FALSE(segments_left());
 }
 
+TEST_F(Misuse, QueuePairsPerPeerThatDifferBetweenProcessesAreNamedAtStartUp) {
+  auto r = misuse("qps-differ", "LOOM_CHECK=off");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.status, 124) << "timed out: " << r.output;
+  EXPECT_NE(r.output.find("LOOM_QPS_PER_PEER is 1 here (rank 0) but 2 on rank 1"), std::string::npos) << r.output;
+  EXPECT_FALSE(segments_left());
+}
+
 TEST_F(Misuse, ACallToAnUnknownFunctionFailsTheJob) {
   auto r = misuse("bad-call");
   EXPECT_NE(r.status, 0) << r.output;

@@ -1,6 +1,7 @@
-// Offloading's pure pieces (dsm/signal/offload): the ready list, the command queue's active bit,
-// the sleeper. Each runs producers and one consumer as threads of this process and counts that
-// nothing is lost: no node, no command, no wake.
+// The signaling core's pure pieces: the Transmitter's ticket pool, and offloading's
+// (dsm/signal/offload) ready list, command queue's active bit and sleeper. Each runs threads of
+// this process and counts that nothing is lost (no node, no command, no wake) and no bound is
+// passed (no more tickets in use than the pool holds).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,8 +13,66 @@
 #include "loom/dsm/signal/offload/command_queue.hpp"
 #include "loom/dsm/signal/offload/ready_list.hpp"
 #include "loom/dsm/signal/offload/sleeper.hpp"
+#include "loom/dsm/signal/ticket_pool.hpp"
 
 using namespace loom::signal::offload;
+using loom::signal::TicketPool;
+
+TEST(TicketPool, ATicketIsValidOnceEnoughTicketsBeforeItAreFinished) {
+  for (const bool single : {false, true}) {
+    TicketPool p;
+    p.init(4, single);
+    EXPECT_EQ(p.draw(3), 0u);
+    EXPECT_TRUE(p.valid(2));
+    EXPECT_EQ(p.draw(3), 3u);  // tickets 3, 4, 5
+    EXPECT_TRUE(p.valid(3));
+    EXPECT_FALSE(p.valid(4));
+    EXPECT_EQ(p.free(), -2);
+    p.give(2);  // any two finished: tickets 4 and 5 may be spent now
+    EXPECT_TRUE(p.valid(5));
+    EXPECT_FALSE(p.valid(6));
+    EXPECT_EQ(p.free(), 0);
+    p.give(4);
+    EXPECT_EQ(p.free(), 4);
+    EXPECT_EQ(p.draw(0), 6u);  // drawing nothing reads the next ticket
+  }
+}
+
+// Threads draw one to three tickets at a time, spend each once it is valid, hold it a while and
+// finish it — or give a valid one back unspent. The tickets in use never exceed the capacity.
+TEST(TicketPool, TicketsInUseNeverExceedTheCapacity) {
+  constexpr uint64_t kCap = 5;
+  constexpr int kThreads = 6, kRounds = 20000;
+  TicketPool p;
+  p.init(kCap, false);
+  std::atomic<int64_t> in_use{0}, most{0};
+  auto worker = [&](int t) {
+    for (int i = 0; i < kRounds; ++i) {
+      const uint64_t n = 1 + static_cast<uint64_t>((i + t) % 3);
+      const uint64_t first = p.draw(n);
+      for (uint64_t k = 0; k < n; ++k) {
+        while (!p.valid(first + k)) std::this_thread::yield();
+        if ((i + k) % 7 == 3) {  // given back unspent
+          p.give(1);
+          continue;
+        }
+        const int64_t now = in_use.fetch_add(1) + 1;
+        int64_t m = most.load();
+        while (now > m && !most.compare_exchange_weak(m, now)) {
+        }
+        if (i % 5 == 0) std::this_thread::yield();
+        in_use.fetch_sub(1);
+        p.give(1);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (auto& th : threads) th.join();
+  EXPECT_LE(most.load(), static_cast<int64_t>(kCap));
+  EXPECT_GT(most.load(), 1);
+  EXPECT_EQ(p.free(), static_cast<int64_t>(kCap));
+}
 
 namespace {
 struct Item : ReadyNode {

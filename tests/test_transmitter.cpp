@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -173,4 +174,102 @@ TEST(Transmitter, RefusedPostsAreReportedAndLoseNoCredit) {
     EXPECT_EQ(tx.errors(), static_cast<uint64_t>(kPosts));
     EXPECT_EQ(tx.credits(), static_cast<int64_t>(tx.depth())) << tx.describe();
   }
+}
+
+// Wait-freedom, counted: 8 and 16 threads share a queue pair of 32 entries (the pool runs dry
+// all the time), with forced signals and flushes among the posts. Each operation of each thread
+// must take a bounded number of shared read-modify-writes whatever the others do: a post's slow
+// path at most 5 (draw, publish, and a signal's exchange, count and issue number; its waits for a
+// valid ticket are polls, counted apart), a lane return at most 4, a poll of up to 8 completions
+// at most 4 each plus the flush number's failed compare-and-swaps, which other threads' polled
+// and not yet recorded completions bound (8 a thread). A compare-and-swap retried because another
+// thread took credits in between — what the pool's take did before — has no bound under this load.
+TEST(Transmitter, EveryOperationFinishesInABoundedNumberOfItsOwnSteps) {
+  SharedBuffers buf(16 * 64 * 8 + 4096);
+  fabric::QpCaps caps;
+  caps.max_send_wr = 32;
+  auto mesh = rt().make_mesh_offloaded(caps, nullptr);  // direct injection whatever LOOM_OFFLOAD says
+  signal::Transmitter& tx = mesh->tx(right());
+  const Remote r = buf.remote[static_cast<size_t>(right())];
+  for (const int T : {8, 16}) {
+    SCOPED_TRACE(T);
+    std::vector<signal::Transmitter::Steps> steps(static_cast<size_t>(T));
+    auto worker = [&](int t) {
+      auto* src = reinterpret_cast<uint64_t*>(buf.local.bytes()) + t * 8;
+      for (uint64_t i = 0; i < 20000; ++i) {
+        src[0] = i;
+        const fabric::SendWr wr = fabric::write_request({reinterpret_cast<uint64_t>(src), 8, buf.local.lkey},
+                                                        r.addr + static_cast<uint64_t>(t) * 64, r.rkey, false);
+        const signal::Posted p = tx.post(wr, i % 97 == 96);
+        ASSERT_TRUE(p.ok()) << fabric::to_string(p.result) << "; " << tx.describe();
+        if (i % 500 == 499) tx.flush();
+      }
+      tx.flush();
+      steps[static_cast<size_t>(t)] = signal::Transmitter::steps_of_this_thread();
+    };
+    std::vector<std::thread> threads;
+    for (int t = 0; t < T; ++t) threads.emplace_back(worker, t);
+    for (auto& th : threads) th.join();
+    signal::Transmitter::Steps most;
+    for (const auto& s : steps) {
+      most.post = std::max(most.post, s.post);
+      most.lane_return = std::max(most.lane_return, s.lane_return);
+      most.progress = std::max(most.progress, s.progress);
+      most.waiting_polls += s.waiting_polls;
+      most.slow_posts += s.slow_posts;
+    }
+    EXPECT_GT(most.slow_posts, 0u);
+    EXPECT_LE(most.post, 5u) << "a post's slow path retried a shared read-modify-write";
+    EXPECT_LE(most.lane_return, 4u);
+    EXPECT_LE(most.progress, 4u * 8 + 8u * static_cast<uint64_t>(T));
+    EXPECT_EQ(tx.credits(), static_cast<int64_t>(tx.depth())) << tx.describe();
+    EXPECT_EQ(tx.errors(), 0u);
+    std::printf("[%d] %d threads: slow posts %llu, most steps: post %llu, lane return %llu, poll %llu; polls waiting for a ticket %llu\n",
+                rt().rank(), T, static_cast<unsigned long long>(most.slow_posts), static_cast<unsigned long long>(most.post),
+                static_cast<unsigned long long>(most.lane_return), static_cast<unsigned long long>(most.progress),
+                static_cast<unsigned long long>(most.waiting_polls));
+  }
+  rt().barrier();
+}
+
+// LOOM_QPS_PER_PEER: a mesh with three ways to each peer. A thread keeps one way (tx(rank) is
+// tx(rank, its way) on every call), threads spread over the ways, each thread's WRITEs to one
+// slot arrive in its order (the last one stays), every way's Transmitter gets its credits back,
+// and a rank or way out of range is an error naming it.
+TEST(Mesh, EachThreadPostsOnOneOfSeveralQueuePairsPerPeer) {
+  constexpr int kWays = 3, kThreads = 6;
+  constexpr uint64_t kPosts = 2000;
+  SharedBuffers buf(kThreads * 64 + 4096);
+  auto mesh = rt().make_mesh_offloaded(fabric::QpCaps{}, rt().offloader(), kWays);
+  ASSERT_EQ(mesh->ways, kWays);
+  const int dst = right();
+  const Remote r = buf.remote[static_cast<size_t>(dst)];
+  std::vector<int> way_of(kThreads, -1);
+  auto worker = [&](int t) {
+    const int way = mesh->way_of_this_thread();
+    way_of[static_cast<size_t>(t)] = way;
+    auto* src = reinterpret_cast<uint64_t*>(buf.local.bytes()) + t * 8;
+    for (uint64_t i = 1; i <= kPosts; ++i) {
+      ASSERT_EQ(&mesh->tx(dst), &mesh->tx(dst, way));
+      ASSERT_EQ(mesh->way_of_this_thread(), way);
+      src[0] = i;
+      const fabric::SendWr wr = fabric::write_request({reinterpret_cast<uint64_t>(src), 8, buf.local.lkey},
+                                                      r.addr + static_cast<uint64_t>(t) * 64, r.rkey, false);
+      signal::Transmitter& tx = mesh->tx(dst);
+      tx.wait(tx.post(wr).tag);  // the source is rewritten next round
+    }
+    mesh->tx(dst).flush();
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (auto& th : threads) th.join();
+  std::set<int> used(way_of.begin(), way_of.end());
+  EXPECT_GE(used.size(), 2u) << "six threads on one of three ways";
+  for (int w : used) EXPECT_TRUE(w >= 0 && w < kWays) << w;
+  for (int w = 0; w < kWays; ++w) EXPECT_EQ(mesh->tx(dst, w).credits(), static_cast<int64_t>(mesh->tx(dst, w).depth()));
+  EXPECT_THROW(mesh->tx(dst, kWays), Error);
+  EXPECT_THROW(mesh->tx(rt().size(), 0), Error);
+  rt().barrier();
+  for (int t = 0; t < kThreads; ++t)
+    EXPECT_EQ(*reinterpret_cast<uint64_t*>(buf.local.bytes() + static_cast<uint64_t>(t) * 64), kPosts) << "thread " << t;
 }

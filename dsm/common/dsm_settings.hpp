@@ -77,11 +77,15 @@ inline constexpr Setting kOffloadWake{"LOOM_OFFLOAD_WAKE", T::Choice, "futex", "
 inline constexpr Setting kOffloadQueue{"LOOM_OFFLOAD_QUEUE", T::Int, "4096", "64..1048576",
                                        "commands an offloaded Transmitter's queue holds (a power of two; 128 bytes each)"};
 
+inline constexpr Setting kQpsPerPeer{"LOOM_QPS_PER_PEER", T::Int, "1", "1..16",
+                                     "queue pairs a mesh keeps to each peer, each with its own completion queue, Transmitter "
+                                     "and (offloaded) executor and completer; a thread posts on one, chosen round-robin"};
+
 inline constexpr const Setting* kAll[] = {
     &kRank,      &kSize,      &kLocalRank,  &kLocalSize,     &kJobId,         &kJobDir,        &kNode, &kNodes, &kBootFd, &kThreads,
     &kProvider,  &kShmDir,    &kSweep,      &kLog,           &kPin,           &kHugePages,     &kSuperchunk,
     &kHeapFit,   &kServiceBuffers, &kServiceMessage, &kShmRnrTimeout, &kWire, &kEmulateNodes, &kBootstrap, &kRsh, &kRendezvousAddr, &kRendezvousTimeout, &kHeartbeat, &kNodeTimeout, &kVerbsDevice, &kVerbsPort,
-    &kVerbsGidIndex, &kVerbsTimeout, &kVerbsRetry, &kVerbsGrh, &kStoppedLimit, &kCheck, &kStallReport, &kOffload, &kOffloadWake, &kOffloadQueue};
+    &kVerbsGidIndex, &kVerbsTimeout, &kVerbsRetry, &kVerbsGrh, &kStoppedLimit, &kCheck, &kStallReport, &kOffload, &kOffloadWake, &kOffloadQueue, &kQpsPerPeer};
 inline constexpr Table kTable{"dsm", kAll};
 inline const bool kRegistered = loom::settings::register_table(kTable);  // for the start-up check
 

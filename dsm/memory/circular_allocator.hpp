@@ -23,11 +23,15 @@ class FlushSource {
   uint64_t completed_flush() const { return completed_.load(std::memory_order_acquire); }
 
  protected:
-  // Only ever raised (monotone), by whoever observes a completion.
-  void advance_flush(uint64_t to) {
+  // Only ever raised (monotone), by whoever observes a completion; returns the compare-and-swaps
+  // that failed. Each failure saw the number raised by another observer to a value still below
+  // `to`: one of the completions other threads had polled and not yet recorded, so the failures
+  // are bounded by those, not by how often other threads act.
+  uint32_t advance_flush(uint64_t to) {
     uint64_t cur = completed_.load(std::memory_order_relaxed);
-    while (cur < to && !completed_.compare_exchange_weak(cur, to, std::memory_order_acq_rel)) {
-    }
+    uint32_t failed = 0;
+    while (cur < to && !completed_.compare_exchange_strong(cur, to, std::memory_order_acq_rel)) ++failed;
+    return failed;
   }
   // The same, for a source whose completions are observed by one thread only.
   void advance_flush_single_writer(uint64_t to) {

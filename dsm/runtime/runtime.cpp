@@ -157,6 +157,7 @@ Runtime::Runtime(int& argc, char**& argv) {
     service_ = std::make_unique<runtime::Service>(*boot_, *provider_, *peers_, allocator(), scfg);
     runtime::register_remote_memory_handlers(*this);
     service_->start();
+    check_qps_per_peer();
     start_offloader();
     if (pin_) pin_thread(0);
     boot_->barrier();
@@ -278,31 +279,53 @@ Mesh::~Mesh() {
   // their CQs.
 }
 
-std::unique_ptr<Mesh> Runtime::make_mesh(const fabric::QpCaps& caps, uint32_t recv_cq_depth) {
-  return make_mesh_with(caps, recv_cq_depth, offloader_.get());
+uint32_t Mesh::thread_number() {
+  static std::atomic<uint32_t> next{0};
+  thread_local const uint32_t mine = next.fetch_add(1, std::memory_order_relaxed);
+  return mine;
 }
 
-std::unique_ptr<Mesh> Runtime::make_mesh_offloaded(const fabric::QpCaps& caps, signal::offload::Offloader* offloader) {
-  return make_mesh_with(caps, 0, offloader);
+std::unique_ptr<Mesh> Runtime::make_mesh(const fabric::QpCaps& caps, uint32_t recv_cq_depth) {
+  return make_mesh_with(caps, recv_cq_depth, offloader_.get(), qps_per_peer_);
+}
+
+std::unique_ptr<Mesh> Runtime::make_mesh_offloaded(const fabric::QpCaps& caps, signal::offload::Offloader* offloader, int ways) {
+  return make_mesh_with(caps, 0, offloader, ways == 0 ? qps_per_peer_ : ways);
 }
 
 std::unique_ptr<Mesh> Runtime::make_mesh_with(const fabric::QpCaps& caps, uint32_t recv_cq_depth,
-                                              signal::offload::Offloader* offloader) {
+                                              signal::offload::Offloader* offloader, int ways) {
+  if (ways < 1 || ways > 16) fail("mesh: ", ways, " queue pairs per peer (need 1..16)");
   auto m = std::make_unique<Mesh>(*boot_);
   const int n = size();
-  if (recv_cq_depth == 0) recv_cq_depth = caps.max_recv_wr * static_cast<uint32_t>(n);
+  m->ranks = n;
+  m->ways = ways;
+  if (recv_cq_depth == 0) recv_cq_depth = caps.max_recv_wr * static_cast<uint32_t>(n * ways);
   m->recv_cq = provider_->create_cq(recv_cq_depth);
-  std::vector<fabric::QueuePair*> raw;
-  for (int r = 0; r < n; ++r) {
-    m->send_cqs.push_back(provider_->create_cq(caps.max_send_wr));
-    m->qps.push_back(provider_->create_qp(r, *m->send_cqs.back(), *m->recv_cq, caps));
-    signal::Transmitter::Config tcfg;
-    tcfg.offloader = offloader;
-    m->transmitters.push_back(std::make_unique<signal::Transmitter>(*m->qps.back(), *m->send_cqs.back(), tcfg));
-    raw.push_back(m->qps.back().get());
+  for (int w = 0; w < ways; ++w) {
+    std::vector<fabric::QueuePair*> raw;
+    for (int r = 0; r < n; ++r) {
+      m->send_cqs.push_back(provider_->create_cq(caps.max_send_wr));
+      m->qps.push_back(provider_->create_qp(r, *m->send_cqs.back(), *m->recv_cq, caps));
+      signal::Transmitter::Config tcfg;
+      tcfg.offloader = offloader;
+      tcfg.way = static_cast<uint32_t>(w);
+      m->transmitters.push_back(std::make_unique<signal::Transmitter>(*m->qps.back(), *m->send_cqs.back(), tcfg));
+      raw.push_back(m->qps.back().get());
+    }
+    runtime::connect_all(*boot_, raw);  // collective: way by way in the same order everywhere
   }
-  runtime::connect_all(*boot_, raw);
   return m;
+}
+
+// Every process must build its meshes with as many ways: one collective, at start-up.
+void Runtime::check_qps_per_peer() {
+  qps_per_peer_ = static_cast<int>(settings::get_int(settings::dsm::kQpsPerPeer));
+  const std::vector<int> all = boot_->allgather_value(qps_per_peer_);
+  for (int r = 0; r < size(); ++r)
+    if (all[static_cast<size_t>(r)] != qps_per_peer_)
+      fail("LOOM_QPS_PER_PEER is ", qps_per_peer_, " here (rank ", rank(), ") but ", all[static_cast<size_t>(r)], " on rank ", r,
+           ": every process must use the same value");
 }
 
 void Runtime::start_offloader() {
@@ -312,6 +335,7 @@ void Runtime::start_offloader() {
   cfg.mode = mode;
   cfg.wake = signal::offload::parse_wake(settings::get_choice(settings::dsm::kOffloadWake));
   cfg.commands = static_cast<uint32_t>(settings::get_int(settings::dsm::kOffloadQueue));
+  cfg.workers = static_cast<uint32_t>(qps_per_peer_);
   offloader_ = std::make_unique<signal::offload::Offloader>(cfg);
 }
 

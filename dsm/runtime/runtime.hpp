@@ -36,8 +36,12 @@ struct ThreadName {
 // The calling thread's name (index 0 is the main thread of the process).
 const ThreadName& this_thread_name();
 
-// A full mesh of connected queue pairs (one per rank, self included), each with its own send
-// CQ and Transmitter; receives of all of them land in one receive CQ.
+// A full mesh of connected queue pairs: `ways` of them to every rank (self included;
+// LOOM_QPS_PER_PEER), each with its own send CQ and Transmitter; receives of all of them land in
+// one receive CQ. A thread posts to a rank on one way, the same for all its posts: threads take
+// ways round-robin in the order they first ask (way_of_this_thread), so a thread's requests to a
+// peer stay in one queue pair's order, and requests of different threads are ordered only by
+// what the threads themselves wait for (completions, flush tags).
 // Destruction is collective, like construction: it flushes this thread's posts and waits for
 // every rank before the QPs go, because on RC transports a peer's in-flight requests need this
 // side's QP until they are acknowledged.
@@ -47,14 +51,28 @@ struct Mesh {
   Mesh(const Mesh&) = delete;
   Mesh& operator=(const Mesh&) = delete;
   runtime::Bootstrap* boot;
+  int ranks = 0;
+  int ways = 1;
   // Declaration order is destruction order reversed: CQs outlive the QPs that use them, QPs
-  // outlive their Transmitters.
+  // outlive their Transmitters. Entry way * ranks + rank.
   std::unique_ptr<fabric::CompletionQueue> recv_cq;
   std::vector<std::unique_ptr<fabric::CompletionQueue>> send_cqs;
   std::vector<std::unique_ptr<fabric::QueuePair>> qps;
   std::vector<std::unique_ptr<signal::Transmitter>> transmitters;
-  fabric::QueuePair& qp(int rank) { return *qps.at(static_cast<size_t>(rank)); }
-  signal::Transmitter& tx(int rank) { return *transmitters.at(static_cast<size_t>(rank)); }
+  fabric::QueuePair& qp(int rank) { return qp(rank, way_of_this_thread()); }
+  fabric::QueuePair& qp(int rank, int way) { return *qps[entry(rank, way)]; }
+  signal::Transmitter& tx(int rank) { return tx(rank, way_of_this_thread()); }
+  signal::Transmitter& tx(int rank, int way) { return *transmitters[entry(rank, way)]; }
+  // This thread's way: the process's threads numbered in the order they first ask, modulo ways.
+  int way_of_this_thread() const { return ways == 1 ? 0 : static_cast<int>(thread_number() % static_cast<uint32_t>(ways)); }
+  static uint32_t thread_number();
+
+ private:
+  size_t entry(int rank, int way) const {
+    if (rank < 0 || rank >= ranks) fail("mesh: rank ", rank, " is not a rank of the job (0..", ranks - 1, ")");
+    if (way < 0 || way >= ways) fail("mesh: way ", way, " is not one of its ", ways, " queue pairs per peer");
+    return static_cast<size_t>(way) * static_cast<size_t>(ranks) + static_cast<size_t>(rank);
+  }
 };
 
 class Runtime {
@@ -104,9 +122,12 @@ class Runtime {
   void fail_at_exit(const std::string& why);
   // Collective: builds a connected full mesh with the given queue sizes.
   std::unique_ptr<Mesh> make_mesh(const fabric::QpCaps& caps, uint32_t recv_cq_depth = 0);
-  // The same with the given offloader, or none (direct injection), whatever LOOM_OFFLOAD says:
-  // for comparing the modes in one run (bench_offload). The offloader must outlive the mesh.
-  std::unique_ptr<Mesh> make_mesh_offloaded(const fabric::QpCaps& caps, signal::offload::Offloader* offloader);
+  // The same with the given offloader, or none (direct injection), whatever LOOM_OFFLOAD says, and
+  // `ways` queue pairs per peer (0: LOOM_QPS_PER_PEER; the same in every process): for comparing
+  // the modes in one run (bench_offload). The offloader must outlive the mesh.
+  std::unique_ptr<Mesh> make_mesh_offloaded(const fabric::QpCaps& caps, signal::offload::Offloader* offloader, int ways = 0);
+  // Queue pairs per peer in the meshes (LOOM_QPS_PER_PEER, checked equal in every process).
+  int qps_per_peer() const { return qps_per_peer_; }
   // The offloader the meshes' Transmitters post through, or nullptr (direct injection).
   signal::offload::Offloader* offloader() { return offloader_.get(); }
   // Starts a long-lived named thread (index 1, 2, ...), pinned when pinning is on.
@@ -120,7 +141,9 @@ class Runtime {
   size_t zone_index(int zone) const;  // -1: this process's zone; else checked
   void setup_topology();
   void start_offloader();
-  std::unique_ptr<Mesh> make_mesh_with(const fabric::QpCaps& caps, uint32_t recv_cq_depth, signal::offload::Offloader* offloader);
+  void check_qps_per_peer();
+  std::unique_ptr<Mesh> make_mesh_with(const fabric::QpCaps& caps, uint32_t recv_cq_depth, signal::offload::Offloader* offloader,
+                                       int ways);
 
   std::unique_ptr<runtime::Bootstrap> boot_;
   std::unique_ptr<runtime::Collectives> collectives_;
@@ -142,6 +165,7 @@ class Runtime {
   int local_zone_ = 0;
   bool pin_ = false;
   int numa_zones_hint_ = 1;
+  int qps_per_peer_ = 1;
   std::atomic<int> next_thread_{1};
   void* topology_ = nullptr;  // hwloc_topology_t
   std::mutex failures_mu_;

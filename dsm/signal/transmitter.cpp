@@ -11,14 +11,28 @@
 namespace loom::signal {
 
 namespace {
+// A signaled post's wr_id: [mark][from the reserve][tickets it returns to the main pool: 22 bits][issue: 40 bits].
 constexpr uint64_t kMark = 1ull << 63;
+constexpr uint64_t kFromReserve = 1ull << 62;
 constexpr int kIssueBits = 40;
 constexpr uint64_t kIssueMask = (1ull << kIssueBits) - 1;
-constexpr uint64_t kBatchMask = (1ull << 23) - 1;
+constexpr uint64_t kBatchMask = (1ull << 22) - 1;
 
-inline uint64_t make_word(uint64_t since, uint64_t credits) { return (since << 32) | credits; }
-inline uint64_t word_credits(uint64_t w) { return w & 0xffffffffu; }
-inline uint64_t word_since(uint64_t w) { return w >> 32; }
+// This thread's steps (Transmitter::Steps): the operation under way counts its shared
+// read-modify-writes in t_op; an operation started inside another (a poll inside a post's wait)
+// counts apart and the outer one's count resumes after it.
+thread_local Transmitter::Steps t_steps;
+thread_local uint64_t t_op = 0;
+inline void step(uint64_t n = 1) { t_op += n; }
+struct OpCount {
+  uint64_t& most;
+  uint64_t outer;
+  explicit OpCount(uint64_t& slot) : most(slot), outer(t_op) { t_op = 0; }
+  ~OpCount() {
+    most = std::max(most, t_op);
+    t_op = outer;
+  }
+};
 
 // Live transmitters, so that a thread leaving (or evicting a lane) hands its lane back only to
 // a transmitter that still exists.
@@ -63,7 +77,8 @@ Transmitter::Transmitter(fabric::QueuePair& qp, fabric::CompletionQueue& send_cq
   if (depth_ > kBatchMask) fail("Transmitter: send queue depth ", depth_, " is too large");
   interval_ = cfg.signal_interval != 0 ? cfg.signal_interval : std::max<uint32_t>(1, depth_ / 4);
   if (interval_ > depth_ / 2) fail("Transmitter: signal interval ", interval_, " must be at most half the depth ", depth_);
-  // Credits at or below the reserve go to signaled posts only, so one can always be made.
+  // The reserve's tickets go to signaled posts made while the main pool is spent, so one can
+  // always be made.
   reserve_ = std::max<uint32_t>(1, depth_ / 8);
   // Lanes may hold (cached + unpublished) at most half of the queue between them.
   // A lane takes the slow path (a CAS) once per block: larger blocks mean fewer slow paths but
@@ -79,11 +94,12 @@ Transmitter::Transmitter(fabric::QueuePair& qp, fabric::CompletionQueue& send_cq
     own_lane_.batching = block_ != 0;
     lanes_.store(own_lane_.batching ? 1 : 0);
   }
-  word_.store(make_word(0, depth_));
+  pool_.init(depth_ - reserve_, single_thread_);
+  reserve_pool_.init(reserve_, single_thread_);
   inline_limit_ = cfg.auto_inline && qp.inline_helps() ? qp.caps().max_inline : 0;
   if (cfg.offloader != nullptr) {
     inline_limit_ = std::min<uint32_t>(inline_limit_, offload::Command::kInlineBytes);
-    channel_ = std::make_unique<offload::Channel>(*this, *cfg.offloader, depth_, interval_);
+    channel_ = std::make_unique<offload::Channel>(*this, *cfg.offloader, depth_, interval_, cfg.way);
   }
   std::lock_guard<std::mutex> g(g_registry_mu);
   registry().emplace(id_, this);
@@ -129,85 +145,189 @@ Transmitter::Lane& Transmitter::lane_slow() {
   return c.lanes[free_slot];
 }
 
+Transmitter::Steps& Transmitter::steps_of_this_thread() { return t_steps; }
+
 void Transmitter::return_lane(Lane& l) {
+  OpCount op(t_steps.lane_return);
   settle(l);
-  // Both halves only grow here, and neither carries into the other (credits <= depth < 2^32):
-  // one fetch-and-add, finished in one step whatever other threads do.
-  word_.fetch_add(make_word(l.unpublished, l.credits), std::memory_order_acq_rel);
+  if (l.pending != 0) {
+    // Tickets drawn beyond what was valid are given back only once valid (a ticket given back
+    // counts as finished; one above valid_until() would let others' tickets overfill the queue).
+    wait_for_ticket(l.pending_end - 1, l);
+    l.credits += l.pending;
+    l.pending = 0;
+  }
+  if (l.credits != 0) {
+    step();
+    pool_.give(l.credits);
+  }
+  if (l.unpublished != 0) {
+    step();
+    add(since_, l.unpublished);
+  }
+  step();
   posts_.fetch_add(l.posts + l.unpublished, std::memory_order_relaxed);
-  if (l.batching) lanes_.fetch_sub(1, std::memory_order_acq_rel);
+  if (l.batching) {
+    step();
+    lanes_.fetch_sub(1, std::memory_order_acq_rel);
+  }
   l = Lane{};
 }
 
-Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
+// The lane's pending tickets that are valid now become credits.
+void Transmitter::use_valid_pending(Lane& l) {
+  const uint64_t first = l.pending_end - l.pending;
+  const uint64_t until = pool_.valid_until();
+  if (until <= first) return;
+  const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(l.pending, until - first));
+  l.credits += n;
+  l.pending -= n;
+}
+
+// The lane's returned posts into `since`, where a signal (anyone's) covers them.
+void Transmitter::publish(Lane& l) {
+  if (l.unpublished == 0) return;
+  step();
+  add(since_, l.unpublished);
+  l.posts += l.unpublished;
+  l.unpublished = 0;
+}
+
+// Until `ticket` is valid: polls, and while no signaled post is in flight posts a marker from the
+// reserve that covers what is published (this lane's count among it). Waits for the fabric only.
+void Transmitter::wait_for_ticket(uint64_t ticket, Lane& l) {
+  if (pool_.valid(ticket)) return;
+  publish(l);
   wait::Backoff backoff;
-  bool signaled = false;
+  while (!pool_.valid(ticket)) {
+    ++t_steps.waiting_polls;
+    if (progress() > 0) continue;
+    if (!signal_in_flight() && since_.load(std::memory_order_relaxed) != 0 && post_reserve_marker()) continue;
+    // The queue is full until the peer takes our sends; it may wait for buffers only this thread
+    // frees (the service thread's fabric::PostWaitHook).
+    if (fabric::t_post_wait_hook.fn != nullptr) fabric::t_post_wait_hook.fn(fabric::t_post_wait_hook.arg);
+    if (backoff.should_sleep()) cq_.wait(std::chrono::milliseconds(1));
+    else backoff.spin_or_yield();
+  }
+}
+
+// Reserve tickets are held by signaled posts only, each of which returns its own when polled.
+void Transmitter::wait_for_reserve(uint64_t ticket) {
+  wait::Backoff backoff;
+  while (!reserve_pool_.valid(ticket)) {
+    ++t_steps.waiting_polls;
+    if (progress() > 0) continue;
+    if (backoff.should_sleep()) cq_.wait(std::chrono::milliseconds(1));
+    else backoff.spin_or_yield();
+  }
+}
+
+uint64_t Transmitter::make_signaled(Lane& l, Source src, uint64_t& batch) {
+  step();
+  uint64_t published;
+  if (single_thread_) {
+    published = since_.load(std::memory_order_relaxed);
+    since_.store(0, std::memory_order_relaxed);
+  } else {
+    published = since_.exchange(0, std::memory_order_acq_rel);
+  }
+  batch = published + l.unpublished;
+  l.posts += l.unpublished;
+  l.unpublished = 0;
+  step(2);
+  add(signals_out_, 1);
+  const uint64_t issue = add(issued_, 1) + 1;
+  const uint64_t returns = batch + (src == Source::Reserve ? 0 : 1);
+  return kMark | (src == Source::Reserve ? kFromReserve : 0) | (returns << kIssueBits) | (issue & kIssueMask);
+}
+
+Posted Transmitter::refused(Lane& l, Source src, bool signaled, uint64_t batch, fabric::PostResult r) {
+  if (src == Source::Lane) {
+    ++l.credits;
+    l.settled = l.credits;
+  } else {
+    step();
+    (src == Source::Pool ? pool_ : reserve_pool_).give(1);
+  }
+  if (signaled) {
+    step(2);
+    add(unposted_issues_, 1);
+    signals_out_.fetch_sub(1, std::memory_order_acq_rel);
+    if (batch != 0) {
+      step();
+      add(since_, batch);  // the posts it would have covered wait for the next signal
+    }
+  }
+  return Posted{r, 0};
+}
+
+bool Transmitter::post_reserve_marker() {
+  OpCount op(t_steps.post);
+  step();
+  wait_for_reserve(reserve_pool_.draw(1));
+  fabric::SendWr wr;  // a zero-length signaled WRITE, as post_marker's
+  wr.opcode = fabric::Opcode::Write;
+  wr.signaled = true;
+  Lane none;
   uint64_t batch = 0;
-  bool used_own = false;
+  wr.wr_id = make_signaled(none, Source::Reserve, batch);
+  const fabric::PostResult r = qp_.post_send(wr);
+  if (r == fabric::PostResult::Ok) return true;
+  refused(none, Source::Reserve, true, batch, r);
+  return false;
+}
+
+Posted Transmitter::post_slow(fabric::SendWr& wr, Lane& l, bool force) {
+  ++t_steps.slow_posts;
+  OpCount op(t_steps.post);
   settle(l);
   // Reap completions before the pool runs dry, so lanes keep refilling instead of every post
   // taking this path.
-  if (word_credits(word_.load(std::memory_order_relaxed)) < depth_ / 2 &&
-      issued_.load(std::memory_order_relaxed) > completed_flush())
-    progress();
-  for (;;) {
-    uint64_t w = word_.load(std::memory_order_acquire);
-    uint64_t credits = word_credits(w);
-    uint64_t since = word_since(w) + l.unpublished;  // our own returned posts are published here
-    bool own = l.credits > 0;
-    // At the reserve, a post is signaled only when no signaled post is in flight: one in flight
-    // returns credits when it completes, and signaling every post there (as over a slow link,
-    // where the pool stays near the reserve) would make most posts signaled.
-    bool want = force || since + 1 >= interval_ ||
-                (credits <= reserve_ && issued_.load(std::memory_order_acquire) <= completed_flush());
-    uint64_t take = own ? 0 : 1;
-    uint64_t floor = want ? 0 : reserve_;
-    if (!own && credits <= floor) {
-      if (progress() == 0) {
-        // The queue is full until the peer takes our sends; it may wait for buffers only this
-        // thread frees (the service thread's fabric::PostWaitHook).
-        if (fabric::t_post_wait_hook.fn != nullptr) fabric::t_post_wait_hook.fn(fabric::t_post_wait_hook.arg);
-        if (backoff.should_sleep()) cq_.wait(std::chrono::milliseconds(1));
-        else backoff.spin_or_yield();
-      }
-      continue;
-    }
-    // A post signaled because the interval is up refills as well, so a lane takes the slow path
-    // once per refill rather than twice; a forced one does not (flush()'s marker must leave the
-    // lane it just returned empty).
-    uint64_t refill = 0;
-    if (l.batching && !own && !force && credits - take > reserve_ + block_) refill = block_;
-    uint64_t nw = make_word(want ? 0 : since, credits - take - refill);
-    if (single_thread_ ? (word_.store(nw, std::memory_order_release), true)
-                       : word_.compare_exchange_weak(w, nw, std::memory_order_acq_rel)) {
-      l.posts += l.unpublished;
-      l.unpublished = 0;
-      if (own) --l.credits;
-      l.credits += static_cast<uint32_t>(refill);
-      l.settled = l.credits;
-      used_own = own;
-      signaled = want;
-      batch = want ? since : 0;
-      break;
+  if (pool_.free() < static_cast<int64_t>(depth_ / 2) && signal_in_flight()) progress();
+  if (l.credits == 0 && l.pending != 0) {
+    use_valid_pending(l);
+    if (l.credits == 0) {
+      wait_for_ticket(l.pending_end - l.pending, l);
+      use_valid_pending(l);
     }
   }
+  Source src = Source::Lane;
+  if (l.credits > 0) {
+    --l.credits;
+  } else if ((force || wants_signal(l)) && pool_.free() <= 0) {
+    src = Source::Reserve;  // the main pool is spent and this post is signaled anyway
+    step();
+    wait_for_reserve(reserve_pool_.draw(1));
+  } else {
+    src = Source::Pool;
+    // A lane takes a block with its post; a forced post does not (flush()'s marker must leave the
+    // lane it just returned empty).
+    uint64_t refill = 0;
+    if (l.batching && !force && pool_.free() > static_cast<int64_t>(block_) + 1) refill = block_;
+    step();
+    const uint64_t t = pool_.draw(1 + refill);
+    if (refill != 0) {
+      l.pending = static_cast<uint32_t>(refill);
+      l.pending_end = t + 1 + refill;
+    }
+    wait_for_ticket(t, l);
+    if (l.pending != 0) use_valid_pending(l);
+  }
+  l.settled = l.credits;
+  // Signaled when asked, every interval, from the reserve, and when the pool is spent with no
+  // signal in flight (so that one is).
+  const bool signaled = force || src == Source::Reserve || wants_signal(l) || (pool_.free() <= 0 && !signal_in_flight());
+  uint64_t batch = 0;
   if (signaled) {
-    uint64_t issue = add(issued_, 1) + 1;
-    wr.wr_id = kMark | ((batch + 1) << kIssueBits) | (issue & kIssueMask);
+    wr.wr_id = make_signaled(l, src, batch);
     wr.signaled = true;
   } else {
+    publish(l);
     wr.wr_id = 0;
     wr.signaled = false;
   }
-  fabric::PostResult r = qp_.post_send(wr);
-  if (r != fabric::PostResult::Ok) {
-    // Give back the credit and re-publish the batch we took, so nothing is lost.
-    if (used_own) ++l.credits;
-    l.settled = l.credits;
-    if (signaled) add(unposted_issues_, 1);
-    word_.fetch_add(make_word(batch, used_own ? 0 : 1), std::memory_order_acq_rel);
-    return Posted{r, 0};
-  }
+  const fabric::PostResult r = qp_.post_send(wr);
+  if (r != fabric::PostResult::Ok) return refused(l, src, signaled, batch, r);
   // Posts are counted into posts_ when the lane is returned (flush, thread exit): no shared
   // counter is touched here.
   if (signaled) ++l.posts;
@@ -227,6 +347,7 @@ void Transmitter::report_error(const fabric::Completion& c, const char* refused)
 }
 
 int Transmitter::progress() {
+  OpCount op(t_steps.progress);
   if (channel_) {
     const int n = channel_->complete();
     if (n == 0) channel_->yield_if_behind();
@@ -239,11 +360,19 @@ int Transmitter::progress() {
   for (int i = 0; i < n; ++i) {
     const fabric::Completion& c = cs[i];
     if (c.wr_id & kMark) {
-      uint64_t batch = (c.wr_id >> kIssueBits) & kBatchMask;
-      uint64_t issue = c.wr_id & kIssueMask;
-      add(word_, batch);  // credits are the low half
+      const uint64_t returns = (c.wr_id >> kIssueBits) & kBatchMask;
+      const uint64_t issue = c.wr_id & kIssueMask;
+      // The tickets first, then the signal's end (a waiter that reads no signal in flight finds
+      // them: the release pairs with signal_in_flight()'s acquire), then the flush number.
+      step(2);
+      if (returns != 0) pool_.give(returns);
+      if (c.wr_id & kFromReserve) {
+        step();
+        reserve_pool_.give(1);
+      }
+      add(signals_out_, ~uint64_t{0});
       if (single_thread_) advance_flush_single_writer(issue);
-      else advance_flush(issue);
+      else step(1 + advance_flush(issue));
     }
     if (c.status != fabric::Status::Success) report_error(c, nullptr);
   }
@@ -311,7 +440,7 @@ uint64_t Transmitter::signaled_posts() const {
 
 int64_t Transmitter::credits() const {
   if (channel_) return channel_->credits();
-  return static_cast<int64_t>(word_.load(std::memory_order_relaxed) & 0xffffffffu);
+  return pool_.free() + reserve_pool_.free();
 }
 
 std::string Transmitter::describe() const {
@@ -320,9 +449,9 @@ std::string Transmitter::describe() const {
                           channel_->credits(), ", commands claimed ", channel_->claimed(), ", posts ", channel_->posts(),
                           ", signaled ", channel_->signaled_posts(), ", tags in flight ", channel_->tags_in_flight(),
                           ", completed ", completed_flush());
-  uint64_t w = word_.load();
-  return detail::concat("transmitter to rank ", qp_.peer_rank(), ": depth ", depth_, ", pool credits ", word_credits(w),
-                        ", unsignaled since last signal ", word_since(w), ", issued ", issued_.load(), ", completed ",
+  return detail::concat("transmitter to rank ", qp_.peer_rank(), ": depth ", depth_, ", free tickets ", pool_.free(),
+                        " + reserve ", reserve_pool_.free(), ", signals in flight ", signals_out_.load(),
+                        ", unsignaled since last signal ", since_.load(), ", issued ", issued_.load(), ", completed ",
                         completed_flush(), ", batching lanes ", lanes_.load(), "/", max_lanes_, ", posts ", posts_.load());
 }
 }  // namespace loom::signal

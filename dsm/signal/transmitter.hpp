@@ -2,26 +2,26 @@
 // Transmitter: a queue pair shared by many threads, with automatic selective signaling and
 // flush numbers (seed 000 §4.1). docs/selective-signaling.md gives the argument in full.
 //
-//  * Credits: the send queue has `depth` credits. A post holds one from before it touches the
-//    QP until a signaled completion that is provably later in the QP's order is polled, so the
-//    send queue never overflows.
-//  * Batches: a post that returned is counted into `since` (the count of posts not yet covered
-//    by a signal); a signaled post takes that count with the same CAS that takes its credit and
-//    carries it in its wr_id, returning exactly those credits when polled. A post is counted only
-//    after it returned, so it is before the signaled WR in the QP's order and done when it is.
+//  * Credits are tickets (ticket_pool.hpp): the send queue's `depth` entries are a main pool of
+//    depth - R tickets for any post and a reserve of R for signaled posts made while the main
+//    pool is spent. A post holds a ticket from before it touches the QP until a signaled
+//    completion that is provably later in the QP's order is polled, so the send queue never
+//    overflows. Drawing and giving back tickets are one fetch-and-add each.
+//  * Batches: a post that returned is counted into `since` (posts not yet covered by a signal);
+//    a signaled post takes that count with one exchange and carries it in its wr_id, returning
+//    exactly those tickets when polled. A post is counted only after it returned, so it is before
+//    the signaled WR in the QP's order and done when it is.
 //  * Flush numbers: signaled posts draw issue numbers; completed_flush() is the largest issue
 //    number seen completed. A post's tag is the issue count read after it returned; any larger
 //    issue number was drawn later, so its WR was posted later, so its completion proves the
 //    tagged post done: the buffer is reusable once completed_flush() > tag.
-//  * Lanes: each thread keeps a few credits and its own not-yet-published count, so an
+//  * Lanes: each thread keeps a few tickets and its own not-yet-published count, so an
 //    unsignaled post costs no atomic read-modify-write at all; a lane refills (and publishes
-//    its count) with one CAS per block. Lanes hold at most half the credits between them.
-//  * Progress: a thread short of credits polls the shared CQ itself and, when no signal is in
-//    flight, makes its own post signaled from a reserve kept for signaled posts. No thread waits
-//    for another thread to act; it waits only for the fabric. A lane's return and a refused
-//    post's give-back are one fetch-and-add each; taking credits from the pool is a CAS that
-//    retries when another thread changed the word in between: lock-free, not wait-free
-//    (docs/selective-signaling.md).
+//    its count) with one fetch-and-add per block. Lanes hold at most half the queue between them.
+//  * Progress: a thread whose ticket is not yet valid polls the shared CQ itself and, when no
+//    signaled post is in flight, posts a signaled marker from the reserve that covers what is
+//    published. Every post, lane return and poll finishes in a bounded number of its own steps
+//    (wait-free); the one wait is for the fabric to complete posts (docs/selective-signaling.md).
 //  * Offloading (Config::offloader): posts go to a command queue instead (docs/offloading.md).
 //  * Single-thread QPs (QpCaps::single_thread): the QP's promise of one poster at a time binds
 //    the whole transmitter: post, progress, wait and flush come from one thread at a time (the
@@ -38,6 +38,7 @@
 
 #include "loom/dsm/fabric/fabric.hpp"
 #include "loom/dsm/memory/circular_allocator.hpp"
+#include "loom/dsm/signal/ticket_pool.hpp"
 
 namespace loom::signal {
 
@@ -64,6 +65,9 @@ class Transmitter : public memory::FlushSource {
     // thread posts from, and its completer polls the send CQ. nullptr: direct injection, each
     // thread posting itself. The offloader must outlive the Transmitter.
     offload::Offloader* offloader = nullptr;
+    // The mesh way this Transmitter belongs to (Mesh, LOOM_QPS_PER_PEER): offloaded, the
+    // offloader's executor-completer pair way % workers serves it.
+    uint32_t way = 0;
   };
   // The transmitter owns the QP's send completions: every post on `qp` must go through it, and
   // `send_cq` must serve this QP alone.
@@ -181,9 +185,11 @@ class Transmitter : public memory::FlushSource {
 
   // Per-thread state; public only for the thread-local cache that holds it.
   struct Lane {
-    uint32_t credits = 0;      // taken from the pool, not yet used
+    uint32_t credits = 0;      // valid tickets drawn from the main pool, not yet spent
     uint32_t settled = 0;      // `credits` when `unpublished` was last brought up to date
     uint32_t unpublished = 0;  // posts returned, not yet counted into `since` (after settle())
+    uint32_t pending = 0;      // tickets drawn, not yet known valid: the last `pending` below pending_end
+    uint64_t pending_end = 0;
     uint64_t posts = 0;        // published, not yet added to posts_
     bool batching = false;
   };
@@ -195,6 +201,19 @@ class Transmitter : public memory::FlushSource {
   // Gives a lane's credits, counts and statistics back (thread exit, cache eviction, flush).
   void return_lane(Lane& lane);
   uint64_t id() const { return id_; }
+
+  // The most shared read-modify-writes (compare-and-swap failures included) one operation of
+  // this thread took: a post's slow path (its waits for a valid ticket excluded: those are
+  // polls, counted in `waiting_polls`), one progress() call, one lane return. The bound each
+  // stays under is the wait-freedom argument (docs/selective-signaling.md); tests read them.
+  struct Steps {
+    uint64_t post = 0;
+    uint64_t progress = 0;
+    uint64_t lane_return = 0;
+    uint64_t waiting_polls = 0;  // polls made while a drawn ticket was not yet valid (the fabric's time)
+    uint64_t slow_posts = 0;
+  };
+  static Steps& steps_of_this_thread();
 
   // A thread's lanes, one per transmitter it posts on. Trivially destructible, so that access is
   // a plain thread-local load; a separate guard object hands lanes back when the thread exits.
@@ -233,6 +252,22 @@ class Transmitter : public memory::FlushSource {
     return v;
   }
   Posted post_slow(fabric::SendWr& wr, Lane& lane, bool force);
+  // Where a post's ticket came from, and so where its refusal gives it back.
+  enum class Source : uint8_t { Lane, Pool, Reserve };
+  // The signaled post's wr_id and bookkeeping: takes the published count and the lane's own,
+  // draws an issue number; `batch` is what the completion returns to the main pool.
+  uint64_t make_signaled(Lane& l, Source src, uint64_t& batch);
+  // After the QP refused a post: its ticket and the count it carried go back.
+  Posted refused(Lane& l, Source src, bool signaled, uint64_t batch, fabric::PostResult r);
+  void use_valid_pending(Lane& l);
+  void publish(Lane& l);
+  void wait_for_ticket(uint64_t ticket, Lane& l);
+  void wait_for_reserve(uint64_t ticket);
+  bool post_reserve_marker();  // false: the QP refused it
+  bool wants_signal(const Lane& l) const {
+    return since_.load(std::memory_order_relaxed) + l.unpublished + 1 >= interval_;
+  }
+  bool signal_in_flight() const { return signals_out_.load(std::memory_order_acquire) != 0; }
   void post_marker();
   Posted post_offloaded(const fabric::SendWr& wr, bool force_signal);
 
@@ -247,18 +282,24 @@ class Transmitter : public memory::FlushSource {
   uint64_t id_;
   uint32_t depth_;
   uint32_t interval_;
-  uint32_t reserve_;
+  uint32_t reserve_;  // tickets of the reserve pool; the main pool has depth_ - reserve_
   uint32_t block_;
   uint32_t max_lanes_;
   uint32_t inline_limit_ = 0;
   bool single_thread_ = false;
   Lane own_lane_;  // single_thread_ only
 
-  // [since: high 32 bits][credits: low 32 bits], changed together by one CAS. Only read-modify-
-  // writes change it (post_slow and return_lane take, progress's add returns a batch's credits),
-  // acq_rel: a thread spending a credit sees the poll that returned it. The send queue's entries
-  // themselves are ordered by the queue pair.
-  alignas(64) std::atomic<uint64_t> word_;
+  // The send queue's entries: tickets any post may spend, and the reserve only signaled posts
+  // made while the main pool is spent take. Drawn by posts and lane refills, given back by polls
+  // (a completion's batch), lane returns (unspent tickets) and refusals.
+  TicketPool pool_;
+  TicketPool reserve_pool_;
+  // Posts returned and not yet covered by a signal: raised by publishing lanes (add), taken
+  // whole by a signaled post (exchange). acq_rel both ways; what it orders is the QP's business.
+  alignas(64) std::atomic<uint64_t> since_{0};
+  // Signaled posts made and not yet polled (or refused): a waiter posts a reserve marker only
+  // when it reads 0 (acquire, pairing with the poll's release).
+  std::atomic<uint64_t> signals_out_{0};
   // Issue numbers drawn by signaled posts (add, acq_rel) before they are posted. A tag is read
   // (acquire) after this thread's own post returned: it pairs with the draw of every signaled
   // post it counts, so any issue above it was drawn, and posted, after ours.

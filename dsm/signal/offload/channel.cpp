@@ -15,7 +15,7 @@ namespace {
 constexpr uint64_t kMark = 1ull << 63;  // a signaled post's wr_id: the mark and its tag's sequence
 }
 
-Channel::Channel(Transmitter& tx, Offloader& off, uint32_t depth, uint32_t interval)
+Channel::Channel(Transmitter& tx, Offloader& off, uint32_t depth, uint32_t interval, uint32_t way)
     : tx_(tx),
       qp_(tx.qp()),
       cq_(tx.cq()),
@@ -26,6 +26,7 @@ Channel::Channel(Transmitter& tx, Offloader& off, uint32_t depth, uint32_t inter
       credits_(depth) {
   exec_node_.channel = this;
   comp_node_.channel = this;
+  exec_node_.worker = comp_node_.worker = way % off.workers();
 }
 
 Channel::~Channel() {

@@ -31,7 +31,8 @@ namespace loom::signal::offload {
 
 class Channel {
  public:
-  Channel(Transmitter& tx, Offloader& off, uint32_t depth, uint32_t interval);
+  // `way`: the mesh way of the Transmitter; worker pair way % off.workers() serves the channel.
+  Channel(Transmitter& tx, Offloader& off, uint32_t depth, uint32_t interval, uint32_t way);
   ~Channel();  // waits until neither offload thread watches the queues
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;

@@ -34,23 +34,36 @@ Wake parse_wake(const std::string& s) {
   fail("offload: unknown wake method '", s, "' (futex or condvar)");
 }
 
-Offloader::Offloader(Config cfg) : cfg_(cfg), exec_sleep_(cfg.wake), comp_sleep_(cfg.wake) {
+Offloader::Offloader(Config cfg) : cfg_(cfg) {
   if (cfg.mode == Mode::Direct) fail("offload: an Offloader serves static or dynamic offloading, not direct injection");
   if (cfg.commands < 64 || (cfg.commands & (cfg.commands - 1)) != 0)
     fail("offload: a command queue of ", cfg.commands, " entries (need a power of two, at least 64)");
-  executor_ = std::thread([this] {
-    Transmitter::prepare_this_thread();
-    run_executor();
-  });
-  completer_ = std::thread([this] { run_completer(); });
+  if (cfg.workers < 1 || cfg.workers > 16) fail("offload: ", cfg.workers, " executor-completer pairs (need 1..16)");
+  for (uint32_t i = 0; i < cfg.workers; ++i) {
+    workers_.push_back(std::make_unique<Worker>(cfg.wake));
+    Worker& w = *workers_.back();
+    w.executor = std::thread([this, &w] {
+      Transmitter::prepare_this_thread();
+      serve(w.exec_ready, w.exec_sleep, [](Channel& c) { return c.execute(32); },
+            [](Channel& c) { return c.executor_try_idle(); });
+    });
+    w.completer = std::thread([this, &w] {
+      serve(w.comp_ready, w.comp_sleep, [](Channel& c) { return c.complete(); },
+            [](Channel& c) { return c.completer_try_idle(); });
+    });
+  }
 }
 
 Offloader::~Offloader() {
   stop_.store(true, std::memory_order_seq_cst);
-  exec_sleep_.wake();
-  comp_sleep_.wake();
-  executor_.join();
-  completer_.join();
+  for (auto& w : workers_) {
+    w->exec_sleep.wake();
+    w->comp_sleep.wake();
+  }
+  for (auto& w : workers_) {
+    w->executor.join();
+    w->completer.join();
+  }
 }
 
 // One offload thread's loop: take the queues handed over, give each a turn, drop those found
@@ -91,32 +104,26 @@ void Offloader::serve(ReadyList& ready, Sleeper& sleeper, Work work, Idle try_id
   }
 }
 
-void Offloader::run_executor() {
-  serve(exec_ready_, exec_sleep_, [](Channel& c) { return c.execute(32); }, [](Channel& c) { return c.executor_try_idle(); });
-}
-
-void Offloader::run_completer() {
-  serve(comp_ready_, comp_sleep_, [](Channel& c) { return c.complete(); }, [](Channel& c) { return c.completer_try_idle(); });
-}
-
 namespace {
-double thread_cpu_seconds(std::thread& t) {
+// native_handle() is not const; the handle is only read.
+double thread_cpu_seconds(const std::thread& t) {
   clockid_t id;
   timespec ts{};
-  if (pthread_getcpuclockid(t.native_handle(), &id) != 0 || clock_gettime(id, &ts) != 0) return 0;
+  if (pthread_getcpuclockid(const_cast<std::thread&>(t).native_handle(), &id) != 0 || clock_gettime(id, &ts) != 0) return 0;
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 }  // namespace
 
 Offloader::Usage Offloader::usage() const {
   Usage u;
-  auto* self = const_cast<Offloader*>(this);  // native_handle() is not const; the handle is only read
-  u.executor_cpu_s = thread_cpu_seconds(self->executor_);
-  u.completer_cpu_s = thread_cpu_seconds(self->completer_);
-  u.executor_sleeps = exec_sleep_.sleeps();
-  u.completer_sleeps = comp_sleep_.sleeps();
-  u.executor_wakes = exec_sleep_.wakes();
-  u.completer_wakes = comp_sleep_.wakes();
+  for (const auto& w : workers_) {
+    u.executor_cpu_s += thread_cpu_seconds(w->executor);
+    u.completer_cpu_s += thread_cpu_seconds(w->completer);
+    u.executor_sleeps += w->exec_sleep.sleeps();
+    u.completer_sleeps += w->comp_sleep.sleeps();
+    u.executor_wakes += w->exec_sleep.wakes();
+    u.completer_wakes += w->comp_sleep.wakes();
+  }
   return u;
 }
 

@@ -5,12 +5,16 @@
 // thread finds it empty; a thread with no queue to watch spins briefly, then sleeps (dynamic
 // offloading) or keeps spinning and yielding (static offloading).
 //
-// One executor and one completer per process rather than one per queue pair as in the seed:
-// a process has a Transmitter per peer and mesh, and this machine two cores.
+// One executor and one completer per *way* rather than per queue pair as in the seed: a mesh
+// keeps LOOM_QPS_PER_PEER queue pairs (ways) to each peer, and way w's Transmitters, one per
+// peer, are served by worker pair w. With one way (the default) a process has one pair for all
+// its Transmitters: a process has a Transmitter per peer and mesh, and this machine two cores.
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "loom/dsm/signal/offload/ready_list.hpp"
 #include "loom/dsm/signal/offload/sleeper.hpp"
@@ -25,6 +29,7 @@ Wake parse_wake(const std::string& s);  // "futex" | "condvar"
 class Channel;
 struct ChannelNode : ReadyNode {
   Channel* channel = nullptr;
+  uint32_t worker = 0;  // the executor-completer pair that serves the channel
 };
 
 class Offloader {
@@ -37,6 +42,8 @@ class Offloader {
     // Commands a Transmitter's queue holds (a power of two, at least twice the send queue's
     // depth): requesters wait for a free slot only with this many requests not yet posted.
     uint32_t commands = 4096;
+    // Executor-completer pairs (one per way of the meshes: LOOM_QPS_PER_PEER).
+    uint32_t workers = 1;
   };
   explicit Offloader(Config cfg);
   ~Offloader();  // every channel must be gone (Transmitters destroyed) before this
@@ -45,13 +52,16 @@ class Offloader {
 
   Mode mode() const { return cfg_.mode; }
   uint32_t commands() const { return cfg_.commands; }
+  uint32_t workers() const { return cfg_.workers; }
   void activate_executor(ChannelNode& n) {
-    exec_ready_.push(&n);
-    exec_sleep_.wake();
+    Worker& w = *workers_[n.worker];
+    w.exec_ready.push(&n);
+    w.exec_sleep.wake();
   }
   void activate_completer(ChannelNode& n) {
-    comp_ready_.push(&n);
-    comp_sleep_.wake();
+    Worker& w = *workers_[n.worker];
+    w.comp_ready.push(&n);
+    w.comp_sleep.wake();
   }
 
   struct Usage {
@@ -60,23 +70,26 @@ class Offloader {
     uint64_t executor_sleeps = 0, completer_sleeps = 0;
     uint64_t executor_wakes = 0, completer_wakes = 0;
   };
-  // CPU time of the two threads so far (their thread clocks, what getrusage(RUSAGE_THREAD) reports).
+  // CPU time of the executors and of the completers so far, summed over the pairs (their thread
+  // clocks, what getrusage(RUSAGE_THREAD) reports).
   Usage usage() const;
 
  private:
-  void run_executor();
-  void run_completer();
+  struct Worker {
+    explicit Worker(Wake wake) : exec_sleep(wake), comp_sleep(wake) {}
+    ReadyList exec_ready;
+    ReadyList comp_ready;
+    Sleeper exec_sleep;
+    Sleeper comp_sleep;
+    std::thread executor;
+    std::thread completer;
+  };
   template <typename Work, typename Idle>
   void serve(ReadyList& ready, Sleeper& sleeper, Work work, Idle try_idle);
 
   Config cfg_;
-  ReadyList exec_ready_;
-  ReadyList comp_ready_;
-  Sleeper exec_sleep_;
-  Sleeper comp_sleep_;
   std::atomic<bool> stop_{false};
-  std::thread executor_;
-  std::thread completer_;
+  std::vector<std::unique_ptr<Worker>> workers_;
 };
 
 }  // namespace loom::signal::offload
