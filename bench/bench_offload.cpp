@@ -7,6 +7,7 @@
 //   overhead_us  time a requester spends inside post() per request, 256 requests in flight each
 //   msgs_per_s   READs completed per second in that same run
 //   idle_cpu_fraction  CPU the executor and completer take in the second after the runs
+//                      (_next: in the second after that one)
 // and the rate and overhead over Q queue pairs to the peer (rows -q<Q>: a mesh with Q ways,
 // requester thread t posting on way t % Q, offloaded with one executor-completer pair a way).
 // Run: loomrun -n 2 bench_offload [--quick] [--csv FILE]
@@ -130,10 +131,13 @@ Rate rate(Mesh& mesh, const memory::RDMAMemory& local, const Target& tgt, int th
   return r;
 }
 
-// The floors of a hand-over between two threads of this process, measured in the same run: a
-// word passed back and forth by spinning (what static offloading's hand-overs cost at best), and
-// by futex wake and wait (what dynamic offloading's cost when the thread handed to sleeps).
-double handoff_us(bool futex, int rounds) {
+// The floors of a hand-over between threads of this process, measured in the same run: a word
+// passed round `threads` threads (2: back and forth) by spinning (what static offloading's
+// hand-overs cost at best), and by futex wake and wait (what dynamic offloading's cost when the
+// thread handed to sleeps). Three threads are one offloaded READ's: the requester hands it to the
+// executor, the completer polls its completion and hands it back — three runnable threads on
+// this machine's two cores.
+double handoff_us(bool futex, int rounds, uint32_t threads = 2) {
   std::atomic<uint32_t> word{0};
   auto pass = [&](uint32_t mine, uint32_t next) {
     for (int i = 0; i < rounds; ++i) {
@@ -152,9 +156,10 @@ double handoff_us(bool futex, int rounds) {
     }
   };
   auto t0 = clk::now();
-  std::thread other([&] { pass(1, 0); });
+  std::vector<std::thread> others;
+  for (uint32_t i = 1; i < threads; ++i) others.emplace_back([&, i] { pass(i, (i + 1) % threads); });
   pass(0, 1);
-  other.join();
+  for (auto& o : others) o.join();
   return seconds_since(t0) * 1e6 / rounds;
 }
 
@@ -220,9 +225,13 @@ int main(int argc, char** argv) {
                     r.overhead_us, r.msgs_per_s);
       }
       if (o) {
+        // The first second after the last request (the threads spin, yield, then sleep), and the
+        // one after it (asleep).
         const double idle = idle_fraction(*o, 1.0);
+        const double later = idle_fraction(*o, 1.0);
         rows.push_back({"offload-" + v.name, 0, "idle_cpu_fraction", idle, "cores"});
-        std::printf("%-28s idle CPU %.4f of a core\n", ("offload-" + v.name).c_str(), idle);
+        rows.push_back({"offload-" + v.name, 0, "idle_cpu_fraction_next", later, "cores"});
+        std::printf("%-28s idle CPU %.4f of a core, the second after %.4f\n", ("offload-" + v.name).c_str(), idle, later);
       }
     }
     rt.barrier();
@@ -254,9 +263,12 @@ int main(int argc, char** argv) {
   if (rt.rank() == 0) {
     const double spin_floor = handoff_us(false, quick ? 20000 : 200000);
     const double futex_floor = handoff_us(true, quick ? 2000 : 20000);
+    const double ring_floor = handoff_us(false, quick ? 2000 : 20000, 3);
     rows.push_back({"handoff-spin", 0, "rtt_us", spin_floor, "us"});
     rows.push_back({"handoff-futex", 0, "rtt_us", futex_floor, "us"});
-    std::printf("hand-over round trip between two threads: spinning %.2f us, futex %.2f us\n", spin_floor, futex_floor);
+    rows.push_back({"handoff-spin-3", 0, "rtt_us", ring_floor, "us"});
+    std::printf("hand-over round trip between two threads: spinning %.2f us, futex %.2f us; round three spinning threads %.2f us\n",
+                spin_floor, futex_floor, ring_floor);
     for (int T : thread_counts) {
       const std::string t = "-t" + std::to_string(T);
       const double d_lat = value_of(rows, "offload-direct" + t, "latency_us");

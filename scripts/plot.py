@@ -18,6 +18,7 @@ import argparse
 import csv
 import os
 import re
+import statistics
 import sys
 from collections import defaultdict
 
@@ -155,30 +156,38 @@ def scaling_figure(rows, out, metric="rollouts_per_s"):
 
 
 def offload_figure(rows, out):
-    """bench_offload: latency, injection overhead and message rate against requester threads,
-    a line per mode (variants offload-<mode>-t<T>)."""
+    """bench_offload: latency, injection overhead and message rate against requester threads, a
+    line per mode (variants offload-<mode>-t<T>), and the rate of 8 threads against queue pairs
+    (offload-<mode>-t8-q<Q>); over several CSVs (runs), the median of each point."""
     metrics = [("latency_us", "latency of one READ (us)", True), ("overhead_us", "time inside post() (us)", True),
                ("msgs_per_s", "READs per second", False)]
-    series = {m: defaultdict(dict) for m, _, _ in metrics}
+    series = {m: defaultdict(lambda: defaultdict(list)) for m, _, _ in metrics}
+    qps = defaultdict(lambda: defaultdict(list))
     for variant, _, metric, value, _ in rows:
         v = re.fullmatch(r"offload-([a-z-]+)-t(\d+)", variant)
         if v and metric in series:
-            series[metric][v.group(1)][int(v.group(2))] = value
+            series[metric][v.group(1)][int(v.group(2))].append(value)
+        q = re.fullmatch(r"offload-([a-z-]+)-t\d+-q(\d+)", variant)
+        if q and metric == "msgs_per_s":
+            qps[q.group(1)][int(q.group(2))].append(value)
     if not series["latency_us"]:
         return None
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    for ax, (metric, label, log) in zip(axes, metrics):
-        for mode, pts in sorted(series[metric].items()):
+    fig, axes = plt.subplots(1, 4, figsize=(17, 4))
+    panels = [(series[m], label, log, "requester threads") for m, label, log in metrics]
+    panels.append((qps, "READs per second, 8 threads", False, "queue pairs to the peer"))
+    colour = {m: f"C{i}" for i, m in enumerate(sorted(series["latency_us"]))}  # one colour a mode in every panel
+    for ax, (data, label, log, xlabel) in zip(axes, panels):
+        for mode, pts in sorted(data.items()):
             xs = sorted(pts)
-            ax.plot(xs, [pts[x] for x in xs], marker="o", label=mode)
+            ax.plot(xs, [statistics.median(pts[x]) for x in xs], marker="o", label=mode, color=colour.get(mode))
         ax.set_xscale("log", base=2)
         if log:
             ax.set_yscale("log")
-        ax.set_xlabel("requester threads")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=8)
-    fig.suptitle("8-byte READs through one queue pair: direct injection and offloading (seed 004)")
+    fig.suptitle("8-byte READs to one peer: direct injection and offloading (seed 004), median of the runs")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)

@@ -11,6 +11,7 @@
 
 #include "loom/dsm/common/error.hpp"
 #include "loom/dsm/signal/offload/command_queue.hpp"
+#include "loom/dsm/signal/offload/offloader.hpp"
 #include "loom/dsm/signal/offload/ready_list.hpp"
 #include "loom/dsm/signal/offload/sleeper.hpp"
 #include "loom/dsm/signal/ticket_pool.hpp"
@@ -212,3 +213,19 @@ TEST_P(OffloadSleeper, NoWakeIsLost) {
 
 INSTANTIATE_TEST_SUITE_P(Wakes, OffloadSleeper, ::testing::Values(Wake::Futex, Wake::CondVar),
                          [](const auto& info) { return info.param == Wake::Futex ? "Futex" : "CondVar"; });
+
+// An idle dynamic offloader sleeps, and a thread that wakes to nothing (its sleep's safety
+// timeout, once a second) sleeps again at once: it yields its core without work only in its one
+// spin-and-yield phase before the first sleep. Waking to nothing once restarted that phase
+// (idle_rounds yields a second each, about 1% of a core here).
+TEST(OffloadOffloader, AnIdleDynamicOffloaderSleepsWithoutYieldingAgain) {
+  Offloader::Config cfg;
+  cfg.mode = Mode::Dynamic;
+  cfg.idle_rounds = 200;
+  cfg.workers = 2;
+  Offloader off(cfg);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2600));  // two timeouts each
+  const Offloader::Usage u = off.usage();
+  EXPECT_GE(u.executor_sleeps + u.completer_sleeps, 8u) << "4 threads, each asleep more than once";
+  EXPECT_LE(u.yields, 4u * cfg.idle_rounds) << "a phase of yields after a timeout";
+}

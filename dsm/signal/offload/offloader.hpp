@@ -69,6 +69,7 @@ class Offloader {
     double completer_cpu_s = 0;
     uint64_t executor_sleeps = 0, completer_sleeps = 0;
     uint64_t executor_wakes = 0, completer_wakes = 0;
+    uint64_t yields = 0;  // rounds the threads gave their core away without work (both kinds)
   };
   // CPU time of the executors and of the completers so far, summed over the pairs (their thread
   // clocks, what getrusage(RUSAGE_THREAD) reports).
@@ -83,9 +84,10 @@ class Offloader {
     Sleeper comp_sleep;
     std::thread executor;
     std::thread completer;
+    std::atomic<uint64_t> yields{0};  // each thread adds its own (relaxed); read by usage()
   };
   template <typename Work, typename Idle>
-  void serve(ReadyList& ready, Sleeper& sleeper, Work work, Idle try_idle);
+  void serve(ReadyList& ready, Sleeper& sleeper, std::atomic<uint64_t>& yields, Work work, Idle try_idle);
 
   Config cfg_;
   std::atomic<bool> stop_{false};
