@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include <boost/context/continuation.hpp>
+
 #include "bench/bench_common.hpp"
 #include "loom/dsm/common/backoff.hpp"
 #include "loom/dsm/common/futex.hpp"
@@ -163,6 +165,21 @@ double handoff_us(bool futex, int rounds, uint32_t threads = 2) {
   return seconds_since(t0) * 1e6 / rounds;
 }
 
+// What a user-level thread costs to start and stop (seed 004 runs executors as MassiveThreads):
+// a Boost.Context continuation switched into and back, on the calling thread's own core. It runs
+// nothing in parallel with its caller: to use another core, an OS thread there must be running
+// (static offloading) or woken (the futex floor above), with or without user-level threads on it.
+double context_switch_us(int rounds) {
+  namespace ctx = boost::context;
+  ctx::continuation c = ctx::callcc([](ctx::continuation&& caller) {
+    for (;;) caller = caller.resume();
+    return std::move(caller);
+  });
+  auto t0 = clk::now();
+  for (int i = 0; i < rounds; ++i) c = c.resume();
+  return seconds_since(t0) * 1e6 / rounds;
+}
+
 double idle_fraction(const off::Offloader& o, double seconds) {
   const off::Offloader::Usage a = o.usage();
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
@@ -267,6 +284,9 @@ int main(int argc, char** argv) {
     rows.push_back({"handoff-spin", 0, "rtt_us", spin_floor, "us"});
     rows.push_back({"handoff-futex", 0, "rtt_us", futex_floor, "us"});
     rows.push_back({"handoff-spin-3", 0, "rtt_us", ring_floor, "us"});
+    const double context = context_switch_us(quick ? 100000 : 1000000);
+    rows.push_back({"wake-context", 0, "rtt_us", context, "us"});
+    std::printf("a user-level thread (Boost.Context) switched into and back on one core: %.3f us\n", context);
     std::printf("hand-over round trip between two threads: spinning %.2f us, futex %.2f us; round three spinning threads %.2f us\n",
                 spin_floor, futex_floor, ring_floor);
     for (int T : thread_counts) {
