@@ -273,3 +273,26 @@ TEST(Mesh, EachThreadPostsOnOneOfSeveralQueuePairsPerPeer) {
   for (int t = 0; t < kThreads; ++t)
     EXPECT_EQ(*reinterpret_cast<uint64_t*>(buf.local.bytes() + static_cast<uint64_t>(t) * 64), kPosts) << "thread " << t;
 }
+
+// Offloaded, a post is counted (posts(), signaled_posts()) by the time the flush that covers it
+// returns: the executor counted a batch after posting it, so a completer could raise the flush
+// number over a completion before the count (flush() returned with posts() short by the batch).
+TEST(Transmitter, OffloadedPostsAreCountedWhenTheirFlushReturns) {
+  SharedBuffers buf(4096);
+  signal::offload::Offloader off(signal::offload::Offloader::Config{});  // dynamic offloading
+  fabric::QpCaps caps;
+  caps.max_send_wr = 64;
+  auto mesh = rt().make_mesh_offloaded(caps, &off, 1);
+  signal::Transmitter& tx = mesh->tx(right());
+  const Remote r = buf.remote[static_cast<size_t>(right())];
+  const fabric::SendWr wr = fabric::write_request({buf.local.address(), 8, buf.local.lkey}, r.addr, r.rkey, false);
+  uint64_t short_counts = 0;
+  const uint64_t before = tx.posts();
+  for (uint64_t i = 1; i <= 20000; ++i) {
+    ASSERT_TRUE(tx.post(wr).ok());
+    tx.flush();
+    if (tx.posts() - before < i) ++short_counts;
+  }
+  EXPECT_EQ(short_counts, 0u) << "flush() returned before its posts were counted";
+  rt().barrier();
+}

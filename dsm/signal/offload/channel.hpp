@@ -69,6 +69,7 @@ class Channel {
   uint32_t gather(uint32_t budget);
   void post_batch(uint32_t n, bool commands);
   void post_marker();
+  void count_posts(uint32_t n, bool signaled);
   void refuse(const fabric::SendWr& wr, fabric::PostResult r, bool tag_pending, bool requested);
   void finish(Tag& t);
   int settle_refused();
