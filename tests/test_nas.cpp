@@ -1,6 +1,7 @@
 // The NAS kernels (bench/nas/) on Loom's shared regions, run under loomrun by every rank
 // together: each kernel at each class under each coherence policy must verify against NPB's
-// reference values (Nas/Kernels.Verify/cg_S_fixed_dir; --gtest_filter='*_S_*' runs class S).
+// reference values (Nas/Kernels.Verify/cg_S_fixed_dir; --gtest_filter='*_S_*' runs class S; BT
+// at S under every policy and at W under the default one).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -54,6 +55,14 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 INSTANTIATE_TEST_SUITE_P(Nas, Kernels,
                          ::testing::Combine(::testing::Values("ep", "cg", "is", "mg", "ft"), ::testing::Values('S', 'W'),
                                             ::testing::Values("floating-ts", "floating-dir", "fixed-ts", "fixed-dir")),
+                         param_name);
+// BT, the application (200 steps at W, each a transpose of the grid): class S under every
+// policy, W under the default one.
+INSTANTIATE_TEST_SUITE_P(NasBt, Kernels,
+                         ::testing::Combine(::testing::Values("bt"), ::testing::Values('S'),
+                                            ::testing::Values("floating-ts", "floating-dir", "fixed-ts", "fixed-dir")),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(NasBtW, Kernels, ::testing::Combine(::testing::Values("bt"), ::testing::Values('W'), ::testing::Values("floating-ts")),
                          param_name);
 
 }  // namespace

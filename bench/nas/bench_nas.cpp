@@ -1,5 +1,5 @@
 // bench_nas: the NAS kernels on Loom beside their OpenMP build, in one run (docs/nas.md).
-//   bench_nas [--quick] [--classes S,W,A] [--kernels ep,cg,is,mg,ft] [--np 1,2]
+//   bench_nas [--quick] [--classes S,W,A] [--kernels ep,cg,is,mg,ft,bt] [--np 1,2]
 //             [--policies floating-ts,...] [--loom-threads 1] [--omp-threads 1,2] [--reps N]
 //             [--emulate-nodes 2,4] [--no-loomp] [--csv FILE]
 // Under LOOM_WIRE (docs/wire.md) the Loom variants run over the emulated wire, split over each
@@ -29,7 +29,7 @@
 namespace {
 
 struct Options {
-  std::vector<std::string> kernels = {"ep", "cg", "is", "mg", "ft"};
+  std::vector<std::string> kernels = {"ep", "cg", "is", "mg", "ft", "bt"};
   std::vector<std::string> classes = {"S", "W", "A"};
   std::vector<int> np = {1, 2};
   std::vector<std::string> policies = {"floating-ts", "floating-dir", "fixed-ts", "fixed-dir"};
@@ -84,7 +84,7 @@ Options parse(int argc, char** argv) {
   for (const std::string& c : o.classes)
     if (c != "S" && c != "W" && c != "A" && c != "B") throw std::invalid_argument("no class '" + c + "'");
   for (const std::string& k : o.kernels)
-    if (k != "ep" && k != "cg" && k != "is" && k != "mg" && k != "ft") throw std::invalid_argument("no kernel '" + k + "'");
+    if (loom::nas::find_kernel(k) == nullptr) throw std::invalid_argument("no kernel '" + k + "'");
   for (const std::string& p : o.policies)
     if (p != "floating-ts" && p != "floating-dir" && p != "fixed-ts" && p != "fixed-dir") throw std::invalid_argument("no policy '" + p + "'");
   return o;

@@ -8,7 +8,7 @@ namespace loom::nas {
 const std::vector<Kernel>& kernels() {
   static const std::vector<Kernel> k = {
       {"ep", run_ep, ep_shared_bytes}, {"cg", run_cg, cg_shared_bytes}, {"is", run_is, is_shared_bytes},
-      {"mg", run_mg, mg_shared_bytes}, {"ft", run_ft, ft_shared_bytes},
+      {"mg", run_mg, mg_shared_bytes}, {"ft", run_ft, ft_shared_bytes}, {"bt", run_bt, bt_shared_bytes},
   };
   return k;
 }

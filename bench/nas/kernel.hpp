@@ -23,7 +23,7 @@ struct Result {
 };
 
 struct Kernel {
-  const char* name;                     // "ep", "cg", "is", "mg", "ft"
+  const char* name;                     // "ep", "cg", "is", "mg", "ft", "bt"
   Result (*run)(Team&, char cls);       // collective; throws std::invalid_argument on a bad class
   size_t (*shared_bytes)(char cls, int members);  // the shared allocations of a run (throws on a bad class)
 };
@@ -68,10 +68,12 @@ Result run_cg(Team& team, char cls);
 Result run_is(Team& team, char cls);
 Result run_mg(Team& team, char cls);
 Result run_ft(Team& team, char cls);
+Result run_bt(Team& team, char cls);
 size_t ep_shared_bytes(char cls, int members);
 size_t cg_shared_bytes(char cls, int members);
 size_t is_shared_bytes(char cls, int members);
 size_t mg_shared_bytes(char cls, int members);
 size_t ft_shared_bytes(char cls, int members);
+size_t bt_shared_bytes(char cls, int members);
 
 }  // namespace loom::nas

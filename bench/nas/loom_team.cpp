@@ -66,6 +66,7 @@ class LoomTeam final : public Team {
     return ps_.last;
   }
   const void* read_view(const void* p, size_t n) override { return ps_.space.declare_read_view(p, n); }
+  void read_in_place(const void* p, size_t n) override { ps_.space.declare_read(p, n); }
   void* write_view(void* p, size_t n, bool whole) override {
     if (whole) ps_.space.declare_overwrite(p, n);
     else ps_.space.declare_write(p, n);

@@ -74,6 +74,12 @@ class Team {
   T* writing(T* p, size_t n) {
     return static_cast<T*>(write_view(p, n * sizeof(T), false));
   }
+  // Names [p, p+n) as about to be read through p itself (until the next barrier or sum): for
+  // ranges read in pieces too scattered for one view (BT's rows of every plane).
+  template <typename T>
+  void will_read(const T* p, size_t n) {
+    read_in_place(p, n * sizeof(T));
+  }
   // writing, of a range every byte of which the member writes before the next barrier or sum
   // (the Loom back end takes no twin of it and publishes it whole).
   template <typename T>
@@ -96,6 +102,7 @@ class Team {
   // Around a kernel's timed section (TeamTimer), for the back end's counters.
   virtual void timed_section(bool /*starting*/) {}
   virtual const void* read_view(const void* p, size_t) { return p; }
+  virtual void read_in_place(const void*, size_t) {}
   virtual void* write_view(void* p, size_t, bool /*whole*/) { return p; }
   // The sums' slots: 2 banks x size() members x kMaxSum doubles, made by the back end.
   double* slots_ = nullptr;
