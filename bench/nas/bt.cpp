@@ -67,18 +67,23 @@ Grid::Grid(Team& team, const BtClass& c) : team_(team), k_(c.n, c.dt), sk_(k_.so
   f_.row = row_doubles(n);
   f_.plane = plane_doubles(n);
   f_.splane = scalar_plane_doubles(n);
+  // Members' planes and rows come in groups of g rows (a power of two, at most 64 KiB of them
+  // and n / members): the z solve's slab of a plane, and a member's planes of an rz row, are
+  // whole blocks of g rows, so a step moves a few large blocks instead of one per row.
   const size_t row_bytes = f_.row * sizeof(double);
-  f_.u = team.shared<double>(n * f_.plane, row_bytes);
-  f_.rhs = team.shared<double>(n * f_.plane, row_bytes);
-  f_.forcing = team.shared<double>(n * f_.plane, row_bytes);
-  f_.rz = team.shared<double>(n * f_.plane, row_bytes);
+  const size_t members = static_cast<size_t>(team.size());
+  const size_t g = std::bit_floor(std::max<size_t>(1, std::min(65536 / row_bytes, n / members)));
+  f_.u = team.shared<double>(n * f_.plane, g * row_bytes);
+  f_.rhs = team.shared<double>(n * f_.plane, g * row_bytes);
+  f_.forcing = team.shared<double>(n * f_.plane, g * row_bytes);
+  f_.rz = team.shared<double>(n * f_.plane, g * row_bytes);
   for (double** a : {&f_.rho_i, &f_.us, &f_.vs, &f_.ws, &f_.qs, &f_.square}) *a = team.shared<double>(n * f_.splane, f_.splane * sizeof(double));
   for (auto* v : {&views_.u, &views_.rho_i, &views_.us, &views_.vs, &views_.ws, &views_.qs, &views_.square}) v->assign(n, nullptr);
   line_.assign(12 * n, 0.0);
-  const Range planes = team.part(n);
+  const Range planes = team.part(n, g);
   k0_ = planes.lo, k1_ = planes.hi;
   ki0_ = std::max<size_t>(k0_, 1), ki1_ = std::min(k1_, n - 1);
-  const Range rows = team.part(n);
+  const Range rows = team.part(n, g);
   j0_ = std::max<size_t>(rows.lo, 1), j1_ = std::min(rows.hi, n - 1);
 }
 
