@@ -129,7 +129,7 @@ void CallBarrier::exchange(int round, uint64_t epoch, std::vector<Counts>& all, 
   signal::Posted p = tx.post(wr, true);
   if (!p.ok()) fail("invoke: barrier: writing to rank ", to, " failed: ", fabric::to_string(p.result));
   tx.wait(p.tag);  // out_ is reused by the next round
-  inv_.bells().ring_process(to);
+  inv_.bells().ring_process(to, tx);
   uint8_t* slot = mail_.bytes() + slot_offset(round, parity);
   // Pairs with the partner's WRITE, whose epoch lands after its counts.
   wait_for_flag(from, reinterpret_cast<uint64_t*>(slot + flag_at), epoch);

@@ -11,6 +11,7 @@ Config Config::from_env() {
   c.max_chunks = static_cast<uint32_t>(loom::settings::get_int(settings::kMaxChunks));
   c.helpers = static_cast<uint32_t>(loom::settings::get_int(settings::kHelpers));
   c.direct = loom::settings::get_bool(settings::kDirect);
+  c.remote_bells = loom::settings::get_bool(settings::kRemoteBells);
   c.bad_calls = loom::settings::get_choice(settings::kBadCalls) == "report" ? BadCalls::Report : BadCalls::Fail;
   return c;
 }

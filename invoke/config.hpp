@@ -42,9 +42,13 @@ struct Config {
   // are serialized straight into them and published with a release store of the record's
   // tail, instead of staged and sent with RDMA WRITE. Off: every provider takes the WRITE path.
   bool direct = true;
+  // Where a peer's doorbells are out of reach (another node), ring them by a READ of the bell
+  // and a wake through the service when it shows the thread asleep (invoke/bell_checks.hpp), so
+  // that threads there sleep on their doorbells. Off: those threads take the timed back-off.
+  bool remote_bells = true;
   BadCalls bad_calls = BadCalls::Fail;
   // Reads LOOM_INVOKE_CHUNK_SIZE, LOOM_INVOKE_CHUNKS, LOOM_INVOKE_MAX_CHUNKS, LOOM_INVOKE_HELPERS,
-  // LOOM_INVOKE_DIRECT, LOOM_INVOKE_BAD_CALLS.
+  // LOOM_INVOKE_DIRECT, LOOM_INVOKE_REMOTE_BELLS, LOOM_INVOKE_BAD_CALLS.
   static Config from_env();
 };
 

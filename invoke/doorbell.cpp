@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "loom/dsm/common/error.hpp"
 #include "loom/dsm/common/futex.hpp"
 #include "loom/dsm/runtime/remote_memory.hpp"
 #include "loom/invoke/invoker.hpp"
@@ -20,15 +21,51 @@ Doorbells::Doorbells(Invoker& inv) : inv_(inv), threads_(inv.threads()) {
                         ? mem_.bytes()
                         : inv_.tx(static_cast<int>(r)).remote_pointer(all[r].addr, all[r].rkey, all[r].size,
                                                                            fabric::kRemoteWrite);
-    if (base == nullptr) continue;
+    if (base == nullptr) {
+      remote_ = inv_.config().remote_bells;
+      continue;
+    }
     for (int i = 0; i < threads_; ++i) peers_[r].push_back(reinterpret_cast<uint32_t*>(base + kStride * static_cast<size_t>(i)));
   }
+  where_ = all;
+  wake_fn_ = runtime::Service::id_of("loom.invoke.bell");
 }
 
 Doorbells::~Doorbells() { inv_.runtime().heap().free(mem_.addr); }
 
 void Doorbells::ring_process(int rank) {
   for (int i = 0; i < threads_; ++i) ring(Thread{rank, i});
+}
+
+void Doorbells::ring_process(int rank, signal::Transmitter& tx) {
+  if (reachable(rank)) return ring_process(rank);
+  if (remote_) ring_across(rank, -1, tx);
+}
+
+void Doorbells::ring_across(int rank, int index, signal::Transmitter& tx) {
+  inv_.messengers().bell_checks().ring(rank, index, tx);
+}
+
+void Doorbells::send_wake(int rank, std::span<const uint16_t> indices) {
+  wakes_sent_.fetch_add(1, std::memory_order_relaxed);
+  inv_.runtime().service().call(rank, wake_fn_, std::as_bytes(indices));
+}
+
+void Doorbells::wake_from_wire(int src_rank, std::span<const std::byte> payload) {
+  if (payload.empty() || payload.size() % sizeof(uint16_t) != 0 ||
+      payload.size() > sizeof(uint16_t) * static_cast<size_t>(threads_))
+    fail("invoke: a wake from rank ", src_rank, " of ", payload.size(), " bytes is malformed (2 bytes a thread, ",
+         threads_, " threads at most)");
+  for (size_t at = 0; at < payload.size(); at += sizeof(uint16_t)) {
+    uint16_t index;
+    std::memcpy(&index, payload.data() + at, sizeof index);
+    if (index >= threads_)
+      fail("invoke: a wake from rank ", src_rank, " names thread ", index, "; this process has threads 0..", threads_ - 1);
+    uint32_t* w = mine(index);
+    if (std::atomic_ref<uint32_t>(*w).load(std::memory_order_acquire) != kSleeping) continue;
+    woken_.fetch_add(1, std::memory_order_relaxed);
+    wake(w);
+  }
 }
 
 void Doorbells::sleep_on(int index) {

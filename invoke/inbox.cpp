@@ -160,9 +160,10 @@ int Inbox::poll_channel(Channel& c, int budget) {
     wr.local = fabric::Sge{reinterpret_cast<uint64_t>(&consumed), 8, 0};
     wr.remote_addr = c.control_addr;
     wr.rkey = c.control_rkey;
-    signal::Posted p = inv_.tx(c.src_rank).post(wr);
+    signal::Transmitter& tx = inv_.tx(c.src_rank);
+    signal::Posted p = tx.post(wr);
     if (!p.ok()) inv_.report(std::string("pushing the consumed offset failed: ") + fabric::to_string(p.result));
-    inv_.bells().ring_process(c.src_rank);  // a sender may wait for room
+    inv_.bells().ring_process(c.src_rank, tx);  // a sender may wait for room
     c.cur = (c.cur + 1) % c.ring.size();
     c.pos = wire::kChunkHeader;
   }
@@ -180,9 +181,10 @@ void Inbox::notify(const wire::NotifyDesc& d) {
   wr.remote_addr = d.addr;
   wr.rkey = d.rkey;
   wr.compare_add = ~uint64_t{0};  // -1
-  signal::Posted p = inv_.tx(static_cast<int>(d.rank)).post(wr);
+  signal::Transmitter& tx = inv_.tx(static_cast<int>(d.rank));
+  signal::Posted p = tx.post(wr);
   if (!p.ok()) inv_.report(std::string("Synchronizer notification failed: ") + fabric::to_string(p.result));
-  inv_.bells().ring_process(static_cast<int>(d.rank));
+  inv_.bells().ring_process(static_cast<int>(d.rank), tx);
 }
 
 void Inbox::write_return(int src_rank, const wire::ReturnDesc& d, const void* value, size_t size) {
@@ -198,7 +200,7 @@ void Inbox::write_return(int src_rank, const wire::ReturnDesc& d, const void* va
     if (uint8_t* p = tx.remote_pointer(d.addr, d.rkey, total, fabric::kRemoteWrite)) {
       // The caller's slot is mapped here: the value, then the stamp with release.
       signal::store_notified(p, size, value, size, d.stamp);
-      inv_.bells().ring_process(src_rank);
+      inv_.bells().ring_process(src_rank, tx);
       return;
     }
   }
@@ -209,7 +211,7 @@ void Inbox::write_return(int src_rank, const wire::ReturnDesc& d, const void* va
     wr.local = fabric::Sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(total), 0};
     signal::Posted p = tx.post(wr);
     if (!p.ok()) fail("call_return: writing the result failed: ", fabric::to_string(p.result));
-    inv_.bells().ring_process(src_rank);
+    inv_.bells().ring_process(src_rank, tx);
     return;
   }
   auto& st = return_staging_.at(static_cast<size_t>(src_rank));
@@ -226,7 +228,7 @@ void Inbox::write_return(int src_rank, const wire::ReturnDesc& d, const void* va
   signal::Posted p = tx.post(wr);
   if (!p.ok()) fail("call_return: writing the result failed: ", fabric::to_string(p.result));
   st->tag(*seg, tx, p.tag);
-  inv_.bells().ring_process(src_rank);
+  inv_.bells().ring_process(src_rank, tx);
 }
 
 void Inbox::forward_broadcast(const uint8_t* f, size_t len, uint32_t root) {

@@ -47,6 +47,13 @@ void register_service_handlers(runtime::Service& service) {
     std::shared_lock<std::shared_mutex> life(g_life);
     return handle_send_call(Invoker::current(), req);
   });
+  // A wake may arrive once this process's Invoker is gone (a check answered as the peers were
+  // tearing down): no thread waits for it then.
+  service.register_handler("loom.invoke.bell", [](const runtime::ServiceRequest& req) {
+    std::shared_lock<std::shared_mutex> life(g_life);
+    if (Invoker* inv = g_current.load(std::memory_order_acquire)) inv->bells().wake_from_wire(req.src_rank, req.payload);
+    return std::vector<std::byte>{};
+  });
 }
 
 }  // namespace
@@ -80,8 +87,10 @@ Invoker::Invoker(Runtime& rt, Config cfg, const std::source_location& where)
     throw;
   }
   spin_rounds_ = spin_rounds_for(std::chrono::microseconds(20));
+  rung_across_ = bells_->rings_across();
   bells_usable_ = true;
   for (int r = 0; r < ranks_; ++r) bells_usable_ = bells_usable_ && bells_->reachable(r);
+  bells_usable_ = bells_usable_ || rung_across_;
   describe_faults_in_calls();
   // Published once whole: the service thread's handlers find it (and everything above) through
   // g_current, the only ordering a thread of this process has with the peers' first requests.
@@ -118,6 +127,7 @@ Invoker::~Invoker() {
     g_current.store(nullptr, std::memory_order_release);
   }
   call_barrier_.reset();
+  for (auto& g : globals_) g->end_checks();  // their READs land before the queue pairs go
   bells_.reset();
   mesh_.reset();  // collective: waits until nothing is in flight anywhere
   globals_.clear();
@@ -221,6 +231,7 @@ int Invoker::progress() {
   // Invoke.BarrierRuns... at np 4, once calls made inside calls queued).
   if (m.maybe_async()) m.drain_async();
   if (m.keeping()) m.send_kept();
+  if (m.checking()) m.bell_checks().poll();
   const ThreadName& n = this_thread_name();
   if (!n.label.empty() && n.thread < threads_) return inboxes_[static_cast<size_t>(n.thread)]->poll();
   return 0;

@@ -85,11 +85,16 @@ class Invoker {
   }
   // One round of a wait with nothing to do: spins first; then a worker thread sleeps on its
   // doorbell until something arrives for it or `ready()` may hold (invoke/doorbell.hpp), others
-  // take the timed back-off.
+  // take the timed back-off. A thread some of whose peers ring it across the network (a wake
+  // costs a READ, a SEND and two thread wake-ups) polls with the plain back-off's spins, yields
+  // and shorter timed sleeps first, and sleeps on its doorbell once those grew to their longest.
+  // A thread whose checks of bells out of reach are in flight (invoke/bell_checks.hpp) does not
+  // sleep before they are answered: the thread they may wake waits for them.
   template <typename Ready>
   void idle(wait::Backoff& b, Ready&& ready) {
+    if (b.should_sleep() && checks_in_flight()) return b.spin_or_yield();
     const int me = sleeper_index();
-    if (me < 0 || !b.should_sleep()) return b.pause();
+    if (me < 0 || !(rung_across_ ? b.sleeps_longest() : b.should_sleep())) return b.pause();
     bells_->sleep(me, [&] { return ready() || inboxes_[static_cast<size_t>(me)]->has_incoming(); });
   }
   // The back-off of a wait that runs this thread's calls. Where it sleeps on its doorbell it
@@ -101,7 +106,7 @@ class Invoker {
   // doorbell. Elsewhere the plain back-off.
   wait::Backoff idle_backoff() const {
     const int me = sleeper_index();
-    if (me < 0) return wait::Backoff();
+    if (me < 0 || rung_across_) return wait::Backoff();
     if (inboxes_[static_cast<size_t>(me)]->took_sends_lately()) return wait::Backoff(wait::Backoff::kYields);
     return wait::Backoff(0, spin_rounds_);
   }
@@ -142,6 +147,10 @@ class Invoker {
  private:
   [[noreturn]] void check_failed(Thread t) const;
   bool is_helper() const;  // a helper thread, not running calls just now
+  bool checks_in_flight() {
+    MessengerGlobal& m = messengers();
+    return m.checking() && m.bell_checks().poll();
+  }
   // This thread's index if it is a worker thread whose doorbell can be rung here (-1 otherwise:
   // helpers, the service thread, other threads, bells out of the peers' reach).
   int sleeper_index() const;
@@ -185,7 +194,8 @@ class Invoker {
   std::string last_error_;
   uint32_t chunks_fn_ = 0;
   uint32_t send_fn_ = 0;
-  bool bells_usable_ = false;  // every process's doorbells can be rung from here (shm)
+  bool bells_usable_ = false;  // every process's doorbells can be rung from here (mapped, or by checks)
+  bool rung_across_ = false;   // some by checks (invoke/bell_checks.hpp)
   uint32_t spin_rounds_ = wait::Backoff::kSpins;  // cpu_relax rounds in ~20 us, measured at start
 };
 

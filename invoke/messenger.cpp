@@ -197,7 +197,7 @@ void Messenger::flush() {
   pos_ += len;
   g_ += len;
   ++records_;
-  inv_.bells().ring(dest_);  // after the record is published: a receiver asleep wakes to it
+  inv_.bells().ring(dest_, tx_);  // after the record is published: a receiver asleep wakes to it
   for (Synchronizer* s : batch_syncs_) s->transmitted();
   batch_syncs_.clear();
 }
@@ -255,7 +255,7 @@ bool Messenger::send_record(const memory::RDMAMemory& rec, size_t len) {
   pos_ += len;
   g_ += len;
   ++records_;
-  inv_.bells().ring(dest_);
+  inv_.bells().ring(dest_, tx_);
   return true;
 }
 

@@ -13,6 +13,7 @@
 
 #include "loom/dsm/memory/circular_allocator.hpp"
 #include "loom/dsm/signal/transmitter.hpp"
+#include "loom/invoke/bell_checks.hpp"
 #include "loom/invoke/config.hpp"
 #include "loom/invoke/frame_spec.hpp"
 #include "loom/invoke/synchronizer.hpp"
@@ -167,9 +168,15 @@ class MessengerGlobal {
   void count_sent(int64_t d) {
     sent_.store(sent_.load(std::memory_order_relaxed) + static_cast<uint64_t>(d), std::memory_order_release);
   }
+  // This thread's checks of doorbells out of reach (made at its first).
+  BellChecks& bell_checks();
+  bool checking() const { return checks_ != nullptr && checks_->pending(); }
+  // At the Invoker's teardown, while its queue pairs exist: waits for the checks in flight.
+  void end_checks() { checks_.reset(); }
 
  private:
   Invoker& inv_;
+  std::unique_ptr<BellChecks> checks_;
   std::atomic<uint64_t> sent_{0};
   bool maybe_async_ = false;
   std::vector<Aggregator*> keeping_;

@@ -57,6 +57,11 @@ Messenger& MessengerGlobal::create(Thread dest) {
   return *m;
 }
 
+BellChecks& MessengerGlobal::bell_checks() {
+  if (!checks_) checks_ = std::make_unique<BellChecks>(inv_);
+  return *checks_;
+}
+
 void MessengerGlobal::flush() {
   for (auto& m : messengers_)
     if (m && m->has_open_record()) m->flush();

@@ -14,11 +14,13 @@ inline constexpr Setting kMaxChunks{"LOOM_INVOKE_MAX_CHUNKS", T::Int, "16", "2..
 inline constexpr Setting kHelpers{"LOOM_INVOKE_HELPERS", T::Int, "0", "0..64", "process-level helper threads that run calls"};
 inline constexpr Setting kDirect{"LOOM_INVOKE_DIRECT", T::Bool, "1", "",
                                  "serialize calls straight into chunks the provider maps; 0: stage and WRITE"};
+inline constexpr Setting kRemoteBells{"LOOM_INVOKE_REMOTE_BELLS", T::Bool, "1", "",
+                                      "ring threads of other nodes by a READ of their doorbell and a wake; 0: they poll with a timed back-off"};
 
 inline constexpr Setting kBadCalls{"LOOM_INVOKE_BAD_CALLS", T::Choice, "fail", "fail|report",
                                    "a bad call, or function registries that differ: fail the process; report: log and go on"};
 
-inline constexpr const Setting* kAll[] = {&kChunkSize, &kChunks, &kMaxChunks, &kHelpers, &kDirect, &kBadCalls};
+inline constexpr const Setting* kAll[] = {&kChunkSize, &kChunks, &kMaxChunks, &kHelpers, &kDirect, &kRemoteBells, &kBadCalls};
 inline constexpr loom::settings::Table kTable{"invoke", kAll};
 inline const bool kRegistered = loom::settings::register_table(kTable);  // for the start-up check
 

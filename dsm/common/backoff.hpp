@@ -35,10 +35,22 @@ inline void store_fence() {
 #endif
 }
 
+// Orders this thread's earlier stores before its later loads as seen by other processes (a
+// Dekker pair: the other side stores, fences, and loads what this side stored). A compiler
+// barrier only under ThreadSanitizer, as store_fence().
+inline void full_fence() {
+#if defined(__SANITIZE_THREAD__)
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
 class Backoff {
  public:
   static constexpr uint32_t kSpins = 64;
   static constexpr uint32_t kYields = 32;
+  static constexpr uint32_t kShorterSleeps = 6;  // 20, 40, ..., 640 us
 
   Backoff() = default;
   // Waits for a peer that is working now (a lock holder inside its critical section) yield for
@@ -57,13 +69,16 @@ class Backoff {
       // Timed sleeps grow from 20 us to 1 ms: short enough that a flag written by a peer is
       // seen promptly, long enough that an idle waiter costs nothing.
       uint32_t k = n_ - spins_ - yields_;
-      auto us = std::chrono::microseconds(k < 6 ? (20u << k) : 1000u);
+      auto us = std::chrono::microseconds(k < kShorterSleeps ? (20u << k) : 1000u);
       std::this_thread::sleep_for(us);
     }
     ++n_;
   }
   // True once spinning and yielding are over: a waiter with a futex should sleep on it now.
   bool should_sleep() const { return n_ >= spins_ + yields_; }
+  // True once the timed sleeps have grown to their longest (1 ms): a waiter whose wake-up costs
+  // more than the shorter sleeps (one rung across a network) sleeps on its futex from here.
+  bool sleeps_longest() const { return n_ >= spins_ + yields_ + kShorterSleeps; }
   void spin_or_yield() {
     if (n_ < spins_) cpu_relax(); else std::this_thread::yield();
     ++n_;

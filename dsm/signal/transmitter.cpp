@@ -388,6 +388,13 @@ void Transmitter::post_marker() {
   if (!p.ok()) fail("Transmitter: cannot post a flush marker to rank ", qp_.peer_rank(), ": ", fabric::to_string(p.result));
 }
 
+bool Transmitter::test(uint64_t tag) {
+  if (complete(tag)) return true;
+  if (!channel_ && issued_.load(std::memory_order_acquire) <= tag) post_marker();
+  progress();
+  return complete(tag);
+}
+
 void Transmitter::wait(uint64_t tag) {
   if (channel_) return channel_->wait(tag);
   wait::Backoff backoff;

@@ -150,6 +150,9 @@ class Transmitter : public memory::FlushSource {
  public:
 
   bool complete(uint64_t tag) const { return completed_flush() > tag; }
+  // complete(tag) without waiting: polls once and, when no signaled post after the tagged one
+  // has been issued, posts a flush marker (as wait() does), so that a later test finds it done.
+  bool test(uint64_t tag);
   // Whether posts go through an offloader's command queue (Config::offloader).
   bool offloaded() const { return channel_ != nullptr; }
   // Polls the send CQ once; returns the number of completions handled.

@@ -55,6 +55,11 @@ bool ShmQp::wire_effect(WireOp& op, uint64_t now) {
     op.status = Status::WorkRequestFlushed;
     return true;
   }
+  // A READ sees the WRITEs before it on its queue pair, and a target that stored a word and then
+  // looks at what those WRITEs placed (a doorbell's sleeper, invoke/bell_checks.hpp) either
+  // finds their bytes or has its store seen here: a store-load pair, as a NIC's PCIe ordering
+  // gives it.
+  if (op.wr.opcode == Opcode::Read) wait::full_fence();
   op.status = execute(op.wr, op.has_inline ? op.inline_bytes : nullptr, op.byte_len);
   if (op.status == Status::ReceiverNotReady) {
     const uint64_t limit = p_.rnr_timeout_ns();
