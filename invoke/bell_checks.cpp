@@ -46,13 +46,9 @@ void BellChecks::ring(int rank, int index, signal::Transmitter& tx) {
 
 void BellChecks::post(int rank, Peer& p) {
   const Doorbells::Locator& at = inv_.bells().remote(rank);
-  fabric::SendWr wr;
-  wr.opcode = fabric::Opcode::Read;
   const uint64_t len = std::min<uint64_t>(inv_.bells().block_bytes(), at.size);  // what the peer registered
-  wr.local = fabric::Sge{reinterpret_cast<uint64_t>(slot(rank)), static_cast<uint32_t>(len), slots_.lkey};
-  wr.remote_addr = at.addr;
-  wr.rkey = at.rkey;
-  signal::Posted posted = p.tx->post(wr, true);
+  const fabric::Sge into{reinterpret_cast<uint64_t>(slot(rank)), static_cast<uint32_t>(len), slots_.lkey};
+  signal::Posted posted = p.tx->post(fabric::read_request(into, at.addr, at.rkey), true);
   if (!posted.ok()) {
     // The queue pair refused it (a peer gone, a QP in error): that peer's wait reports it; its
     // sleeper, if any, wakes on its own within kMaxSleep.

@@ -42,12 +42,8 @@ bool wait_until_asleep(Invoker& inv, int peer) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   bool asleep = false;
   while (!asleep && std::chrono::steady_clock::now() < deadline) {
-    fabric::SendWr wr;
-    wr.opcode = fabric::Opcode::Read;
-    wr.local = fabric::Sge{block.address(), static_cast<uint32_t>(inv.bells().block_bytes()), block.lkey};
-    wr.remote_addr = at.addr;
-    wr.rkey = at.rkey;
-    const signal::Posted p = tx.post(wr, true);
+    const fabric::Sge into{block.address(), static_cast<uint32_t>(inv.bells().block_bytes()), block.lkey};
+    const signal::Posted p = tx.post(fabric::read_request(into, at.addr, at.rkey), true);
     if (!p.ok()) break;
     tx.wait(p.tag);
     asleep = Doorbells::asleep_in(block.bytes(), 0);

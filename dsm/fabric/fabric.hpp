@@ -110,6 +110,15 @@ inline SendWr write_request(Sge local, uint64_t remote_addr, uint32_t rkey, bool
   wr.inline_data = inline_data;
   return wr;
 }
+// A READ of `local.length` bytes at remote_addr into `local`, wr_id 0.
+inline SendWr read_request(Sge local, uint64_t remote_addr, uint32_t rkey) {
+  SendWr wr;
+  wr.opcode = Opcode::Read;
+  wr.local = local;
+  wr.remote_addr = remote_addr;
+  wr.rkey = rkey;
+  return wr;
+}
 
 struct RecvWr {
   uint64_t wr_id = 0;
