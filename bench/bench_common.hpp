@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench/balanced_order.hpp"
+#include "bench/csv_rows.hpp"
 #include "bench/cursor.hpp"
 #include "loom/dsm/common/dsm_settings.hpp"
 #include "loom/dsm/runtime/runtime.hpp"
@@ -30,14 +31,6 @@
 namespace loom::bench {
 
 using clk = std::chrono::steady_clock;
-
-struct Row {
-  std::string variant;
-  size_t size;
-  std::string metric;
-  double value;
-  std::string unit;
-};
 
 inline double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
 
@@ -112,13 +105,6 @@ inline double value_of(const std::vector<Row>& rows, const std::string& variant,
   for (const Row& r : rows)
     if (r.variant == variant && r.metric == metric) return r.value;
   return 0;
-}
-
-inline void write_csv(const std::string& path, const std::vector<Row>& rows) {
-  std::ofstream f(path);
-  f << "variant,size,metric,value,unit\n";
-  for (auto& r : rows) f << r.variant << ',' << r.size << ',' << r.metric << ',' << r.value << ',' << r.unit << '\n';
-  std::printf("wrote %s\n", path.c_str());
 }
 
 // Under an emulated wire (LOOM_WIRE, loomrun --emulate-nodes K), the suffix the variants of the

@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(cmake ninja-build g++ pkg-config dpkg-dev file
       libibverbs-dev libnuma-dev libhwloc-dev libboost-dev libboost-context-dev libgtest-dev libtbb-dev libbenchmark-dev
-      libucx-dev libpmix-dev openmpi-bin clang-16 libclang-rt-16-dev spin python3-matplotlib gfortran
+      libucx-dev libpmix-dev openmpi-bin libopenmpi-dev clang-16 libclang-rt-16-dev spin python3-matplotlib gfortran
       libzydis-dev)
 missing=()
 for p in "${PKGS[@]}"; do

@@ -12,7 +12,9 @@ the metric rollouts_per_s against processes, a line per policy and thread count.
 NAME, bench_nas CSVs (size = "<kernel>.<class>") make NAME.png instead: each variant's speed
 relative to the OpenMP build on one thread (omp-t1 seconds / seconds), grouped by problem.
 With --offload NAME, bench_offload CSVs make NAME.png: latency, overhead and message rate
-against requester threads, a line per mode. Prints each file written.
+against requester threads, a line per mode. With --rpipe NAME, bench_rpipe and bench_rpipe_mpi
+CSVs make NAME.png: latency and bandwidth against message size for rwrite, rread and MPI RMA.
+Prints each file written.
 """
 import argparse
 import csv
@@ -194,6 +196,36 @@ def offload_figure(rows, out):
     return out
 
 
+def rpipe_figure(rows, out):
+    """bench_rpipe beside bench_rpipe_mpi: latency_us and MB_per_s against size, a line per
+    variant (rwrite, rread, mpi-put, mpi-get and the MPI_Win_create forms); over several CSVs
+    (runs), the median of each point."""
+    wanted = re.compile(r"(rwrite|rread|mpi-put|mpi-get)(-create)?(@.*)?")
+    data = {m: defaultdict(lambda: defaultdict(list)) for m in ("latency_us", "MB_per_s")}
+    for variant, size, metric, value, _ in rows:
+        if wanted.fullmatch(variant) and metric in data and size > 0:
+            data[metric][variant][size].append(value)
+    if not data["latency_us"]:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, (metric, label) in zip(axes, [("latency_us", "latency (us)"), ("MB_per_s", "MB/s")]):
+        for variant, pts in sorted(data[metric].items()):
+            xs = sorted(pts)
+            style = "--" if variant.startswith("mpi") else "-"
+            ax.plot(xs, [statistics.median(pts[x]) for x in xs], style, marker="o", label=variant)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message bytes")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("rpipe (rwrite: ping-pong halved; rread: READ + completion) beside Open MPI RMA, 2 ranks")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("csv", nargs="+")
@@ -201,7 +233,11 @@ def main():
     p.add_argument("--scaling", help="also draw NAME.png: bench_mcts rollouts/s against processes over all CSVs")
     p.add_argument("--nas", help="draw NAME.png: bench_nas speeds relative to OpenMP on one thread over all CSVs")
     p.add_argument("--offload", help="draw NAME.png: bench_offload's three metrics against requester threads")
+    p.add_argument("--rpipe", help="draw NAME.png: bench_rpipe beside bench_rpipe_mpi, latency and MB/s against size")
     a = p.parse_args()
+    if a.rpipe:
+        print(rpipe_figure([r for path in a.csv for r in read_rows(path)], a.rpipe + ".png"))
+        return
     if a.offload:
         print(offload_figure([r for path in a.csv for r in read_rows(path)], a.offload + ".png"))
         return

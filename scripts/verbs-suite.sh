@@ -26,10 +26,10 @@ sanitized=0
 grep -qE '^LOOM_SANITIZE:[A-Z]+=.+' "$build/CMakeCache.txt" 2>/dev/null && sanitized=1
 # The layers above the Transmitter (coherence, objects, NAS) cross verbs in scripts/nodes-suite.sh
 # (CI's nodes.rxe, between two guests); here with VERBS_FULL=1 or when named in VERBS_SUITES.
-default_suites="fabric fabric-st service transmitter transmitter-offload invoke"
+default_suites="fabric fabric-st service transmitter transmitter-offload invoke rpipe"
 [ "${VERBS_FULL:-0}" = 1 ] && default_suites="$default_suites coherence objects nas omp"
 if [ $sanitized = 1 ]; then
-  default_suites="fabric service transmitter invoke"
+  default_suites="fabric service transmitter invoke rpipe"
   nprocs=${nprocs%% *}
 fi
 # The suites above the provider, fabric-st and invoke at the first process count only:

@@ -156,6 +156,7 @@ Runtime::Runtime(int& argc, char**& argv) {
     scfg.message_bytes = static_cast<uint32_t>(settings::get_size(settings::dsm::kServiceMessage));
     service_ = std::make_unique<runtime::Service>(*boot_, *provider_, *peers_, allocator(), scfg);
     runtime::register_remote_memory_handlers(*this);
+    mailbox_ = std::make_unique<runtime::Mailbox>(*service_, *peers_);
     service_->start();
     check_qps_per_peer();
     start_offloader();
@@ -181,6 +182,7 @@ Runtime::~Runtime() {
   } catch (const std::exception& e) {
     log::error("runtime shutdown: ", e.what());
   }
+  mailbox_.reset();
   service_.reset();
   offloader_.reset();
   heaps_.clear();

@@ -17,6 +17,7 @@
 #include "loom/dsm/runtime/bootstrap.hpp"
 #include "loom/dsm/runtime/collectives.hpp"
 #include "loom/dsm/runtime/job_layout.hpp"
+#include "loom/dsm/runtime/mailbox.hpp"
 #include "loom/dsm/runtime/peer_watch.hpp"
 #include "loom/dsm/runtime/service.hpp"
 #include "loom/dsm/signal/offload/offloader.hpp"
@@ -105,6 +106,8 @@ class Runtime {
   // The heap served to remote allocations in `zone` (-1: this process's zone).
   memory::RegisteredHeap& heap(int zone = -1);
   runtime::Service& service() { return *service_; }
+  // Pairwise exchange of bytes with one peer (set-ups two ranks make together: mailbox.hpp).
+  runtime::Mailbox& mailbox() { return *mailbox_; }
   // Whether peers can still take part: every wait on other processes asks (peer_watch.hpp).
   runtime::PeerWatch& peers() { return *peers_; }
   // True if [addr, addr+len) is registered memory of this process (any zone).
@@ -152,6 +155,7 @@ class Runtime {
   std::vector<std::unique_ptr<memory::RDMAAllocator>> allocators_;
   std::vector<std::unique_ptr<memory::RegisteredHeap>> heaps_;
   std::unique_ptr<runtime::Service> service_;
+  std::unique_ptr<runtime::Mailbox> mailbox_;  // on service_: goes before it
   // The meshes' executor and completer threads when offloading (LOOM_OFFLOAD); null for direct
   // injection. Meshes die before the Runtime, so their Transmitters before this.
   std::unique_ptr<signal::offload::Offloader> offloader_;
