@@ -115,6 +115,7 @@ struct Pipe::Impl {
   void close();
   void post_word(size_t remote_offset, uint64_t value);  // an 8-byte WRITE into the peer's block
   uint8_t* at(size_t offset) const { return ctrl.bytes() + offset; }
+  uint64_t position(const RAddr& a) const { return a.segment * o.segment_bytes + a.offset; }  // in FreeRanges
   uint64_t load(size_t offset) const;  // an acquire load of a word of our block
   template <typename... What>
   void wait_until(const auto& done, const What&... what);  // spin, yield, sleep; peer checked

@@ -66,6 +66,7 @@ class Pipe {
     uint64_t empty_collects = 0;  // ... that brought nothing new
     uint64_t service_calls = 0;   // round trips through the service (immediate, new segments)
     uint64_t credit_waits = 0;    // rwrite/roffer found `width` in flight
+    uint64_t heap_waits = 0;      // rmalloc found the heap full at its last segment
     uint32_t segments = 0;
     uint64_t heap_bytes = 0;
     uint64_t in_use_bytes = 0;       // not free in the state's keeper's view (deferred: uncollected frees too)

@@ -88,7 +88,7 @@ void Pipe::Impl::rread(const RAddr& a, size_t size) {
 void Pipe::Impl::free_incoming(const RAddr& a) {
   incoming(a, "rfree");
   in.held.erase(a.serial);
-  const uint64_t pos = a.segment * o.segment_bytes + a.offset, ext = codec::extent(a.size);
+  const uint64_t pos = position(a), ext = codec::extent(a.size);
   if (o.sync == Sync::Immediate) {
     std::lock_guard<std::mutex> g(in.mu);
     in.owned->give(pos, ext);

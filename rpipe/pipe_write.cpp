@@ -51,7 +51,7 @@ uint64_t Pipe::Impl::take_deferred(uint64_t ext) {
     pos = v.take(ext);
   }
   if (!pos) {
-    ++out.stats.credit_waits;
+    ++out.stats.heap_waits;
     wait_until([&] { return collect() && (pos = v.take(ext)).has_value(); }, "rmalloc: waiting for rank ", peer,
                " to free space in a full heap (", v.segments(), " segments of ", o.segment_bytes, " bytes)");
   }
@@ -67,7 +67,10 @@ uint64_t Pipe::Impl::take_immediate(uint64_t ext) {
     r = service::allocate(*this, ext);
     return r->status == service::kGranted;
   };
-  if (!ask()) wait_until(ask, "rmalloc: waiting for rank ", peer, " to free space in a full heap");
+  if (!ask()) {
+    ++out.stats.heap_waits;
+    wait_until(ask, "rmalloc: waiting for rank ", peer, " to free space in a full heap");
+  }
   wait_writes_done();
   note_in_use(r->in_use);
   return r->pos;
@@ -193,7 +196,7 @@ void Pipe::Impl::retire_complete() {
 void Pipe::Impl::free_outgoing(const RAddr& a) {
   OutAlloc& al = outgoing(a, "rfree");
   if (al.sent) fail("rfree: serial ", a.serial, " was handed to rank ", peer, ", which frees it");
-  const uint64_t pos = a.segment * o.segment_bytes + a.offset, ext = codec::extent(a.size);
+  const uint64_t pos = position(a), ext = codec::extent(a.size);
   out.live.erase(a.serial);
   if (o.sync == Sync::Deferred) {
     out.view->give(pos, ext);
