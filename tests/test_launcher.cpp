@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -259,10 +260,19 @@ class PmixLeaveMatrix : public LeaveMatrix {};
 TEST_P(PmixLeaveMatrix, TheJobEndsNamingTheRank) {
   if (std::string(MPIRUN_PATH).empty()) GTEST_SKIP() << "no PMIx launcher (mpirun) here";
   const auto& [way, layer] = GetParam();
-  // -k: mpirun itself once hung after every rank had ended (its children left unreaped) and
-  // ignored the TERM; the test then waited for its output until ctest's own timeout.
-  auto r = run("timeout -k 5 60 " + std::string(MPIRUN_PATH) + " -n 3 --oversubscribe --allow-run-as-root -x LOOM_SHM_DIR=" + dir_.string() +
-               " -x LOOM_EXPECT_BOOTSTRAP=pmix -x LOOM_STOPPED_LIMIT_MS=1000 " + CRASH_HELPER_PATH + " 1 " + way + " " + layer);
+  // mpirun (Open MPI 4.1) sometimes hangs after every rank has ended, its children left
+  // unreaped (1 in about 12 ASan runs of the matrix): that run is Open MPI's, not the waits',
+  // and is run again; ranks still alive at the limit fail the test.
+  const std::string cmd = std::string(MPIRUN_PATH) + " -n 3 --oversubscribe --allow-run-as-root -x LOOM_SHM_DIR=" +
+                          dir_.string() + " -x LOOM_EXPECT_BOOTSTRAP=pmix -x LOOM_STOPPED_LIMIT_MS=1000 " + CRASH_HELPER_PATH +
+                          " 1 " + way + " " + layer;
+  Result r;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    r = loom::test::run_watched(cmd, 60, 10);
+    if (!r.launcher_hung) break;
+    std::cerr << "mpirun hung after every rank had ended; running the case again. Its output:\n" << r.output;
+  }
+  ASSERT_FALSE(r.launcher_hung) << "mpirun hung after its ranks had ended three times: " << r.output;
   EXPECT_NE(r.status, 124) << "the job hung until the timeout: " << r.output;
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_LT(r.seconds, 20.0) << r.output;
@@ -281,6 +291,21 @@ INSTANTIATE_TEST_SUITE_P(Ways, PmixLeaveMatrix,
                          testing::Combine(testing::Values("exit", "kill", "stop", "leave"),
                                           testing::Values("barrier", "lock", "dsm-barrier", "call", "fetch", "invoke")),
                          matrix_case_name);
+
+// The PMIx matrix's watch: a launcher whose children have all ended but which does not end is
+// told apart from one whose children are still running at the limit.
+TEST_F(Launcher, TheWatchTellsAHungLauncherFromHungRanks) {
+  auto r = loom::test::run_watched("perl -e '$|=1; fork or exec \"sleep\", \"0.2\"; print \"up\\n\"; sleep 100'", 30, 1);
+  EXPECT_TRUE(r.launcher_hung) << r.output;
+  EXPECT_NE(r.output.find("up"), std::string::npos) << r.output;
+  EXPECT_LT(r.seconds, 10.0);
+  r = loom::test::run_watched("perl -e 'fork or exec \"sleep\", \"100\"; sleep 100'", 1, 1);
+  EXPECT_FALSE(r.launcher_hung);
+  EXPECT_EQ(r.status, 124);
+  r = loom::test::run_watched("sh -c 'sleep 0.2; exit 3'", 30, 1);
+  EXPECT_FALSE(r.launcher_hung);
+  EXPECT_EQ(r.status, 3);
+}
 
 TEST_F(Launcher, BadUsageIsAClearError) {
   auto r = run(loomrun("-n 0 true"));
