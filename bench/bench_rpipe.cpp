@@ -1,7 +1,8 @@
 // bench_rpipe (docs/rpipe.md): rpipe's rwrite and rread from 8 B to 1 MiB between ranks 0 and 1
 // (latency: a ping-pong of rwrites halved, and an rread of an offered buffer; rate: a stream at
 // width 8), and the heap's fits and synchronizations on an allocation trace with bursts of frees.
-// The MPI RMA baseline of the same sizes is bench_rpipe_mpi (Open MPI, run beside it).
+// Beside them Loom's Messenger (call_buffer) with the same bytes; the MPI RMA baseline of the
+// same sizes is bench_rpipe_mpi (Open MPI, run beside it).
 //   loomrun -n 2 bench_rpipe [--quick] [--csv FILE]
 #include <cstdio>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "bench/bench_common.hpp"
+#include "bench/rpipe_messenger.hpp"
 #include "loom/rpipe/pipe.hpp"
 
 using namespace loom;
@@ -169,7 +171,8 @@ int main(int argc, char** argv) {
   }
   const std::string w = bench::wire_suffix(rt.size());
   std::vector<Row> rows;
-  for (size_t size : {size_t{8}, size_t{64}, size_t{512}, size_t{4096}, size_t{32768}, size_t{262144}, size_t{1} << 20}) {
+  const std::vector<size_t> sizes{8, 64, 512, 4096, 32768, 262144, size_t{1} << 20};
+  for (size_t size : sizes) {
     const int n = iterations(size, s.quick);
     const double lat = rwrite_latency_us(rt, size, n);
     const double bw = rwrite_rate_MBps(rt, size, n);
@@ -182,6 +185,19 @@ int main(int argc, char** argv) {
     rows.push_back({"rread" + w, size, "latency_us", rl, "us"});
     rows.push_back({"rread" + w, size, "MB_per_s", static_cast<double>(size) / rl, "MB/s"});
     if (rt.rank() == 0) std::printf("%8zu B  rwrite %8.2f us %9.1f MB/s   rread %8.2f us\n", size, lat, bw, rl);
+  }
+  {  // The Messenger beside them, its chunks big enough for a 1 MiB call; made after the pipes'
+     // rows so that its threads are not there while they run.
+    invoke::Config cfg = invoke::Config::from_env();
+    cfg.chunk_size = size_t{4} << 20;
+    invoke::Invoker inv(rt, cfg);
+    for (size_t size : sizes) {
+      const int n = iterations(size, s.quick);
+      const double lat = bench::messenger_latency_us(inv, size, n), bw = bench::messenger_rate_MBps(inv, size, n);
+      rows.push_back({"messenger" + w, size, "latency_us", lat, "us"});
+      rows.push_back({"messenger" + w, size, "MB_per_s", bw, "MB/s"});
+      if (rt.rank() == 0) std::printf("%8zu B  messenger %8.2f us %9.1f MB/s\n", size, lat, bw);
+    }
   }
   // The floor of any notification between two processes here: a cache-line ping-pong, halved.
   const double floor_us = bench::pingpong_rtt_us(rt, s.quick ? 2000 : 20000) / 2;

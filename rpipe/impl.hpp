@@ -41,6 +41,7 @@ struct Segment {
   memory::RDMAMemory local;
   uint64_t remote_addr = 0;
   uint32_t remote_rkey = 0;
+  uint8_t* remote_mapped = nullptr;  // the reader's copy mapped here (shared memory), else WRITEs
 };
 
 struct Pipe::Impl {
@@ -66,6 +67,7 @@ struct Pipe::Impl {
   memory::RDMAMemory ctrl;
   uint64_t peer_ctrl = 0;
   uint32_t peer_ctrl_rkey = 0;
+  uint8_t* peer_ctrl_mapped = nullptr;  // the peer's block mapped here (shared memory), else WRITEs
   std::array<uint64_t, ControlLayout::kWords> word_tags{};
   uint32_t next_word = 0;
   std::vector<uint64_t> slot_tags;  // per staging slot: the tag of its last WRITE
@@ -75,6 +77,7 @@ struct Pipe::Impl {
     RAddr addr;
     bool sent = false;
     uint64_t tag = 0;  // the data WRITE's flush tag (rwrite)
+    bool stored = false;  // rwritten by stores through a mapping: complete at once
   };
   struct Out {
     std::vector<Segment> segments;
@@ -114,6 +117,7 @@ struct Pipe::Impl {
   void connect();
   void close();
   void post_word(size_t remote_offset, uint64_t value);  // an 8-byte WRITE into the peer's block
+  uint8_t* map_peer(uint64_t addr, uint32_t rkey, uint64_t len) const;  // nullptr: not mapped here
   uint8_t* at(size_t offset) const { return ctrl.bytes() + offset; }
   uint64_t position(const RAddr& a) const { return a.segment * o.segment_bytes + a.offset; }  // in FreeRanges
   uint64_t load(size_t offset) const;  // an acquire load of a word of our block

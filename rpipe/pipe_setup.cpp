@@ -124,6 +124,7 @@ void Pipe::Impl::connect() {
   peer_ctrl = theirs.ctrl_addr;
   peer_ctrl_rkey = theirs.ctrl_rkey;
   qp->connect(std::span(got).subspan(sizeof theirs));
+  peer_ctrl_mapped = map_peer(peer_ctrl, peer_ctrl_rkey, lay.bytes);
   // A request may only reach a connected queue pair: each end says when its own is.
   rt.mailbox().send(peer, tag(kConnected, pair), {});
   rt.mailbox().receive(peer, tag(kConnected, pair), "rpipe: waiting for the peer to connect");
@@ -157,7 +158,18 @@ uint64_t Pipe::Impl::load(size_t offset) const {
   return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(at(offset))).load(std::memory_order_acquire);
 }
 
+uint8_t* Pipe::Impl::map_peer(uint64_t addr, uint32_t rkey, uint64_t len) const {
+  // Where the provider maps the peer's memory (shared memory, no emulated wire, not offloaded),
+  // stores replace WRITEs: each lands before the store that follows it is seen, as one WRITE's
+  // bytes do before the next WRITE's on a connection.
+  return tx->remote_pointer(addr, rkey, len, fabric::kRemoteWrite);
+}
+
 void Pipe::Impl::post_word(size_t remote_offset, uint64_t value) {
+  if (peer_ctrl_mapped != nullptr) {  // paired with load() at the peer
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(peer_ctrl_mapped + remote_offset)).store(value, std::memory_order_release);
+    return;
+  }
   // Staging words are reused in turn, each once its last WRITE has completed.
   const uint32_t w = next_word++ % ControlLayout::kWords;
   if (word_tags[w] != 0) tx->wait(word_tags[w] - 1);

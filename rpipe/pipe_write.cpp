@@ -106,6 +106,7 @@ void Pipe::Impl::add_out_segment(uint32_t index, uint64_t addr, uint32_t rkey) {
   std::memset(s.local.addr, 0, o.segment_bytes);  // touched once now, as the reader's copy is
   s.remote_addr = addr;
   s.remote_rkey = rkey;
+  s.remote_mapped = map_peer(addr, rkey, o.segment_bytes);
   out.segments.push_back(s);
   if (out.view) out.view->add_segment(index);
 }
@@ -130,6 +131,13 @@ void Pipe::Impl::announce(const codec::Slot& slot) {
     wait_until([&] { return out.sent - load(lay.credit) < width; }, "rpipe: waiting for rank ", peer, " to take a message");
   }
   const uint32_t s = static_cast<uint32_t>(out.sent % width);
+  if (peer_ctrl_mapped != nullptr) {  // the stamp stored last, paired with try_next's load of it
+    uint8_t* to = peer_ctrl_mapped + lay.ring + s * codec::kSlotBytes;
+    std::memcpy(to, &slot, codec::kStampOffset);
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(to + codec::kStampOffset)).store(slot.stamp, std::memory_order_release);
+    ++out.sent;
+    return;
+  }
   if (slot_tags[s] != 0) tx->wait(slot_tags[s] - 1);
   uint8_t* staged = at(lay.staging + s * codec::kSlotBytes);
   std::memcpy(staged, &slot, sizeof slot);
@@ -145,6 +153,15 @@ void Pipe::Impl::rwrite(const RAddr& a) {
   if (al.sent) fail("rwrite: serial ", a.serial, " was handed over already");
   const Segment& seg = out.segments[a.segment];
   uint8_t* src = seg.local.bytes() + a.offset;
+  if (seg.remote_mapped != nullptr) {  // copied; the flag stored last, paired with try_next's wait
+    uint8_t* to = seg.remote_mapped + a.offset;
+    std::memcpy(to, src, a.size);
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(to + codec::flag_offset(a.size))).store(a.serial, std::memory_order_release);
+    al.sent = al.stored = true;
+    out.in_flight.push_back(a.serial);
+    announce(codec::make_slot(a, Kind::Written, out.sent));
+    return;
+  }
   std::memcpy(src + codec::flag_offset(a.size), &a.serial, 8);
   // Payload and flag in one WRITE, straight from this end's copy: the flag lands last.
   const uint32_t len = static_cast<uint32_t>(codec::flag_offset(a.size) + 8);
@@ -172,7 +189,7 @@ bool Pipe::Impl::in_use(const RAddr& a) {
   if (a.pipe != id || a.writer != self) fail("in_use: the address is not one this end of pipe ", id, " allocated");
   auto it = out.live.find(a.serial);
   if (it == out.live.end() || !it->second.sent) return false;
-  return !tx->test(it->second.tag);
+  return !it->second.stored && !tx->test(it->second.tag);
 }
 
 void Pipe::Impl::wait_writes_done() {
@@ -187,7 +204,7 @@ void Pipe::Impl::retire_complete() {
   // rwritten allocations stay until their WRITE completed; then they are the peer's alone.
   while (!out.in_flight.empty()) {
     auto it = out.live.find(out.in_flight.front());
-    if (it != out.live.end() && !tx->complete(it->second.tag)) break;
+    if (it != out.live.end() && !it->second.stored && !tx->complete(it->second.tag)) break;
     if (it != out.live.end()) out.live.erase(it);
     out.in_flight.pop_front();
   }

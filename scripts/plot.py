@@ -13,7 +13,8 @@ NAME, bench_nas CSVs (size = "<kernel>.<class>") make NAME.png instead: each var
 relative to the OpenMP build on one thread (omp-t1 seconds / seconds), grouped by problem.
 With --offload NAME, bench_offload CSVs make NAME.png: latency, overhead and message rate
 against requester threads, a line per mode. With --rpipe NAME, bench_rpipe and bench_rpipe_mpi
-CSVs make NAME.png: latency and bandwidth against message size for rwrite, rread and MPI RMA.
+CSVs make NAME.png: latency and bandwidth against message size for rwrite, rread, the
+Messenger and MPI RMA.
 Prints each file written.
 """
 import argparse
@@ -198,9 +199,9 @@ def offload_figure(rows, out):
 
 def rpipe_figure(rows, out):
     """bench_rpipe beside bench_rpipe_mpi: latency_us and MB_per_s against size, a line per
-    variant (rwrite, rread, mpi-put, mpi-get and the MPI_Win_create forms); over several CSVs
-    (runs), the median of each point."""
-    wanted = re.compile(r"(rwrite|rread|mpi-put|mpi-get)(-create)?(@.*)?")
+    variant (rwrite, rread, messenger, mpi-put, mpi-get and the MPI_Win_create forms); over
+    several CSVs (runs), the median of each point."""
+    wanted = re.compile(r"(rwrite|rread|messenger|mpi-put|mpi-get)(-create)?(@.*)?")
     data = {m: defaultdict(lambda: defaultdict(list)) for m in ("latency_us", "MB_per_s")}
     for variant, size, metric, value, _ in rows:
         if wanted.fullmatch(variant) and metric in data and size > 0:
@@ -211,7 +212,7 @@ def rpipe_figure(rows, out):
     for ax, (metric, label) in zip(axes, [("latency_us", "latency (us)"), ("MB_per_s", "MB/s")]):
         for variant, pts in sorted(data[metric].items()):
             xs = sorted(pts)
-            style = "--" if variant.startswith("mpi") else "-"
+            style = "--" if variant.startswith("mpi") else ":" if variant.startswith("messenger") else "-"
             ax.plot(xs, [statistics.median(pts[x]) for x in xs], style, marker="o", label=variant)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -219,7 +220,8 @@ def rpipe_figure(rows, out):
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=8)
-    fig.suptitle("rpipe (rwrite: ping-pong halved; rread: READ + completion) beside Open MPI RMA, 2 ranks")
+    fig.suptitle("rpipe (rwrite: ping-pong halved; rread: READ + completion) beside Loom's Messenger and Open MPI RMA, 2 ranks",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
