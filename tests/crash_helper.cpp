@@ -8,7 +8,8 @@
 // while the others wait in the layer argv[3] names (default: pause; leave: the bootstrap
 // barrier): barrier, lock (a shared-region lock the victim holds), dsm-barrier, call (a service
 // call to the victim), fetch (a read of a shared-region block the victim holds exclusively),
-// invoke (a call_return the victim never runs). A wait that notices prints "<layer> error" and
+// invoke (a call_return the victim never runs), rpipe (next() on a pipe whose writer is the
+// victim, which never writes). A wait that notices prints "<layer> error" and
 // ends with status 14.
 // Mode "lock-leave" (= leave lock): the rank takes a shared-region lock and leaves quietly while holding it;
 // the others queue for the lock and must name it instead of waiting forever.
@@ -26,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +36,7 @@
 #include "loom/dsm/common/backoff.hpp"
 #include "loom/dsm/runtime/runtime.hpp"
 #include "loom/invoke/calls.hpp"
+#include "loom/rpipe/pipe.hpp"
 #include "tests/test_settings_table.hpp"  // the suites' own settings, known to the start-up check
 
 int main(int argc, char** argv) {
@@ -145,6 +148,15 @@ int main(int argc, char** argv) {
       (void)slot.get();
     }
   }
+  std::vector<std::unique_ptr<loom::rpipe::Pipe>> pipes;  // the victim writes to each other rank
+  if (layer == "rpipe") {
+    using loom::rpipe::Pipe;
+    for (int r = 0; r < rt.size(); ++r) {
+      if (r == rt.rank() || (r != victim && rt.rank() != victim)) continue;
+      const auto end = rt.rank() == victim ? loom::rpipe::End::Writer : loom::rpipe::End::Reader;
+      pipes.push_back(std::make_unique<Pipe>(rt, r, end, 1, loom::rpipe::Mode::HalfDuplex));
+    }
+  }
   rt.barrier();
   if (rt.rank() == victim) {
     if (way == "node-lost") {
@@ -195,6 +207,7 @@ int main(int argc, char** argv) {
       loom::invoke::call_return(loom::invoke::Thread{victim, 0}, [] { return 7; }, slot);
       (void)slot.get();
     }
+    if (layer == "rpipe") (void)pipes.front()->next();
     std::printf("rank %d: the %s wait returned although rank %d is gone\n", rt.rank(), layer.c_str(), victim);
     return 13;
   } catch (const loom::Error& e) {

@@ -247,7 +247,7 @@ TEST_P(LeaveMatrix, TheJobEndsNamingTheRank) {
 
 INSTANTIATE_TEST_SUITE_P(Ways, LeaveMatrix,
                          testing::Combine(testing::Values("exit", "kill", "stop", "leave"),
-                                          testing::Values("barrier", "lock", "dsm-barrier", "call", "fetch", "invoke")),
+                                          testing::Values("barrier", "lock", "dsm-barrier", "call", "fetch", "invoke", "rpipe")),
                          matrix_case_name);
 
 // The same matrix under a PMIx launcher (Open MPI's mpirun). It ends a job whose rank exits,
@@ -289,7 +289,7 @@ TEST_P(PmixLeaveMatrix, TheJobEndsNamingTheRank) {
 
 INSTANTIATE_TEST_SUITE_P(Ways, PmixLeaveMatrix,
                          testing::Combine(testing::Values("exit", "kill", "stop", "leave"),
-                                          testing::Values("barrier", "lock", "dsm-barrier", "call", "fetch", "invoke")),
+                                          testing::Values("barrier", "lock", "dsm-barrier", "call", "fetch", "invoke", "rpipe")),
                          matrix_case_name);
 
 // The PMIx matrix's watch: a launcher whose children have all ended but which does not end is
