@@ -145,6 +145,7 @@ struct Pipe::Impl {
   uint8_t* target(const RAddr& a);
   void report_taken();
   void rread(const RAddr& a, size_t size);
+  void read_offered(const InEntry& e, uint8_t* dst, size_t size, uint64_t flag_at);  // by READs
   void free_incoming(const RAddr& a);
   void publish_frees();
   void serve();  // the reading end's duties, done at every call: frees published

@@ -53,16 +53,10 @@ Pipe::Impl::InEntry& Pipe::Impl::incoming(const RAddr& a, const char* what) {
 
 uint8_t* Pipe::Impl::target(const RAddr& a) { return in.segments[a.segment].bytes() + a.offset; }
 
-void Pipe::Impl::rread(const RAddr& a, size_t size) {
-  InEntry& e = incoming(a, "rread");
-  if (e.kind != Kind::Offered) fail("rread: serial ", a.serial, " was written (rwrite), its bytes are here: use rmem");
-  if (size == 0) size = a.size;
-  if (size > a.size) fail("rread: ", size, " bytes of a message of ", a.size);
+void Pipe::Impl::read_offered(const InEntry& e, uint8_t* dst, size_t size, uint64_t flag_at) {
   // One READ of data and flag when all of it is wanted; else the data's first `size` bytes and
   // the flag apart. The flag was stored before the announcement we took: it must show the serial.
-  uint8_t* dst = target(a);
-  const uint64_t flag_at = codec::flag_offset(a.size);
-  const uint32_t lkey = in.segments[a.segment].lkey;
+  const uint32_t lkey = in.segments[e.addr.segment].lkey;
   uint64_t last = 0;
   auto read = [&](uint64_t from, uint64_t len) {
     auto p = tx->post(fabric::read_request({reinterpret_cast<uint64_t>(dst + from), static_cast<uint32_t>(len), lkey}, e.source + from,
@@ -71,7 +65,7 @@ void Pipe::Impl::rread(const RAddr& a, size_t size) {
     if (!p.ok()) fail("rread: the READ from rank ", peer, " was refused (", fabric::to_string(p.result), ")");
     last = p.tag;
   };
-  if (size == a.size) {
+  if (size == e.addr.size) {
     read(0, flag_at + 8);
   } else {
     read(0, size);
@@ -79,6 +73,24 @@ void Pipe::Impl::rread(const RAddr& a, size_t size) {
   }
   tx->wait(last);
   if (tx->errors() != 0) fail("rread: the READ from rank ", peer, " failed (", fabric::to_string(tx->last_error()), ")");
+}
+
+void Pipe::Impl::rread(const RAddr& a, size_t size) {
+  InEntry& e = incoming(a, "rread");
+  if (e.kind != Kind::Offered) fail("rread: serial ", a.serial, " was written (rwrite), its bytes are here: use rmem");
+  if (size == 0) size = a.size;
+  if (size > a.size) fail("rread: ", size, " bytes of a message of ", a.size);
+  uint8_t* dst = target(a);
+  const uint64_t flag_at = codec::flag_offset(a.size);
+  if (const uint8_t* from = tx->remote_pointer(e.source, e.source_rkey, flag_at + 8, fabric::kRemoteRead)) {
+    // Mapped here (shared memory): loads instead of READs. The flag first, paired with roffer's
+    // release store; the writer no longer changes an offered copy.
+    const uint64_t f = std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(const_cast<uint8_t*>(from + flag_at))).load(std::memory_order_acquire);
+    std::memcpy(dst, from, size);
+    std::memcpy(dst + flag_at, &f, 8);
+  } else {
+    read_offered(e, dst, size, flag_at);
+  }
   uint64_t flag;
   std::memcpy(&flag, dst + flag_at, 8);
   if (flag != a.serial) fail("rread: rank ", peer, "'s copy of serial ", a.serial, " is not offered (its flag reads ", flag, ")");
