@@ -174,6 +174,15 @@ void broadcast_buffer(F f, std::span<const std::byte> buffer, Synchronizer* sync
   detail::broadcast(detail::buffer_spec<N>(f, buffer, sync), detail::transmitted_of<N>(sync));
 }
 
+// Every thread of every process runs f(buffer) on its own copy of orig (registered, this
+// process), which it pulls from here with one RDMA READ (seed 000's broadcast_buffer, READ form;
+// the calls travel down the broadcast tree, the bytes come from the root). orig must stay
+// unchanged until every thread ran: Executed, sync counting total_threads() runs.
+template <Notify N = Notify::Executed, typename F>
+void broadcast_buffer(F f, const memory::RDMAMemory& orig, Synchronizer* sync) {
+  detail::broadcast(detail::read_spec<N>(f, orig, sync), detail::transmitted_of<N>(sync));
+}
+
 // Runs the calls addressed to this thread; returns how many ran.
 inline int poll() { return Invoker::current().poll(); }
 // Who sent the call being run (valid inside a called function).

@@ -104,7 +104,8 @@ Inbox::Dispatch::Step Inbox::Dispatch::broadcast(bool nested) {
   std::memcpy(&iw, inner, 8);
   if (wire::frame_len(iw) != inner_len) return bad("broadcast frame length mismatch");
   ib.forward_broadcast(frame, frame_len, bd.root);
-  Dispatch(ib, inner, inner_len, src_rank).run(true);
+  // The call is the root's (caller_rank(), the process a READ form pulls from), whoever forwarded it.
+  Dispatch(ib, inner, inner_len, ib.inv_.thread_of(static_cast<int>(bd.root)).rank).run(true);
   return Step::Done;
 }
 

@@ -246,6 +246,38 @@ TEST(Invoke, BroadcastBufferCarriesTheBytes) {
   rt().barrier();
 }
 
+// The READ form: every thread pulls the root's bytes, also those reached through a forwarder
+// (at 4 processes the tree has a second level; their READs once went to the forwarder).
+TEST(Invoke, BroadcastBufferReadFormPullsFromTheRoot) {
+  static std::atomic<uint64_t> ok_runs{0}, bad_runs{0};
+  ok_runs = 0;
+  bad_runs = 0;
+  Invoker inv(rt(), small_rings(8));
+  const int root = rt().size() - 1;
+  static constexpr size_t kBytes = 300000;  // more than a frame of these rings carries
+  on_threads([&](int me) {
+    if (rt().rank() == root && me == inv.threads() - 1) {  // the tree's second level is then in other processes
+      memory::RDMAMemory orig = rt().heap().allocate(kBytes);
+      for (size_t i = 0; i < kBytes; ++i) orig.bytes()[i] = static_cast<uint8_t>(i * 13 + 5);
+      Synchronizer s(inv.total_threads());
+      broadcast_buffer<Notify::Executed>(
+          [root](std::span<std::byte> b) {
+            bool good = b.size() == kBytes && caller_rank() == root;
+            for (size_t i = 0; good && i < b.size(); ++i) good = b[i] == std::byte(static_cast<uint8_t>(i * 13 + 5));
+            (good ? ok_runs : bad_runs).fetch_add(1);
+          },
+          orig.slice(0, kBytes), &s);  // the heap rounds the allocation up
+      s.wait();  // every thread of every process ran it: orig may go
+      rt().heap().free(orig.addr);
+    }
+    inv.wait_until([] { return ok_runs.load() + bad_runs.load() >= static_cast<uint64_t>(Invoker::current().threads()); });
+  });
+  EXPECT_EQ(ok_runs.load(), static_cast<uint64_t>(inv.threads()));
+  EXPECT_EQ(bad_runs.load(), 0u);
+  EXPECT_EQ(inv.bad_calls(), 0u);
+  rt().barrier();
+}
+
 TEST(Invoke, EveryCallFormMovesTheRightBytes) {
   // Reset before the Invoker exists: its helper may run calls as soon as it does.
   static std::atomic<uint64_t> checks{0}, wrong{0};
