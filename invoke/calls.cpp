@@ -63,19 +63,37 @@ void wait_written(Thread dest, uint64_t tag) {
   if (tx.errors() != errors) fail("call_buffer: the WRITE failed: ", fabric::to_string(tx.last_error()));
 }
 
-void broadcast(const FrameSpec& inner, Synchronizer* transmitted) {
+std::vector<uint64_t> write_everywhere(const memory::RDMAMemory& orig, std::span<const RemoteMemoryLocator> dest_buffers) {
+  Invoker& inv = Invoker::current();
+  const int n = inv.runtime().size();
+  if (dest_buffers.size() != static_cast<size_t>(n))
+    fail("broadcast_buffer: ", dest_buffers.size(), " destination buffers for ", n, " processes (one per process, in rank order)");
+  std::vector<uint64_t> tags(static_cast<size_t>(n)), at(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const RemoteMemoryLocator& b = dest_buffers[static_cast<size_t>(r)];
+    if (b.rank != r) fail("broadcast_buffer: destination buffer ", r, " is in rank ", b.rank, ", not in rank ", r);
+    tags[static_cast<size_t>(r)] = write_ahead(Thread{r, 0}, orig, b, true);
+    at[static_cast<size_t>(r)] = b.addr;
+  }
+  for (int r = 0; r < n; ++r) wait_written(Thread{r, 0}, tags[static_cast<size_t>(r)]);
+  return at;
+}
+
+void broadcast(const FrameSpec& inner, Synchronizer* transmitted, std::span<const uint64_t> per_rank) {
   Invoker& inv = Invoker::current();
   const Thread root = inv.self();
   inv.check(root);
   size_t in_len = inner.bytes();
-  size_t len = wire::kFrameHeader + sizeof(wire::BroadcastDesc) + in_len;
+  const size_t table = per_rank.size_bytes();
+  size_t len = wire::kFrameHeader + sizeof(wire::BroadcastDesc) + in_len + table;
   if (len > wire::kMaxFrame) fail("broadcast: a call of ", len, " bytes is too large");
   std::vector<uint8_t> f(len);
   uint64_t w = wire::frame_word(0, wire::Kind::Broadcast, false, len);
   std::memcpy(f.data(), &w, 8);
-  wire::BroadcastDesc d{static_cast<uint32_t>(inv.gid(root)), 0};
+  wire::BroadcastDesc d{static_cast<uint32_t>(inv.gid(root)), static_cast<uint32_t>(per_rank.size())};
   std::memcpy(f.data() + 8, &d, sizeof d);
   inner.fill(f.data() + 8 + sizeof d, in_len);
+  if (table != 0) std::memcpy(f.data() + 8 + sizeof d + in_len, per_rank.data(), table);
   FrameSpec s;
   s.raw = f.data();
   s.raw_len = f.size();

@@ -98,7 +98,11 @@ uint64_t write_ahead(Thread dest, const memory::RDMAMemory& orig, const RemoteMe
 void wait_written(Thread dest, uint64_t tag);
 // Wraps `inner` into a broadcast frame rooted at this thread and sends it to this thread, which
 // forwards it down the tree and runs it like every other thread.
-void broadcast(const FrameSpec& inner, Synchronizer* transmitted);
+void broadcast(const FrameSpec& inner, Synchronizer* transmitted, std::span<const uint64_t> per_rank = {});
+// broadcast_buffer's WRITE form: orig written into every process's buffer (each WRITE complete
+// before the calls go, as the tree's calls travel on other queue pairs); the addresses, one per
+// process, for the frame.
+std::vector<uint64_t> write_everywhere(const memory::RDMAMemory& orig, std::span<const RemoteMemoryLocator> dest_buffers);
 
 }  // namespace detail
 
@@ -181,6 +185,17 @@ void broadcast_buffer(F f, std::span<const std::byte> buffer, Synchronizer* sync
 template <Notify N = Notify::Executed, typename F>
 void broadcast_buffer(F f, const memory::RDMAMemory& orig, Synchronizer* sync) {
   detail::broadcast(detail::read_spec<N>(f, orig, sync), detail::transmitted_of<N>(sync));
+}
+
+// Every thread of process r runs f(buffer) on dest_buffers[r] (one per process, in rank order:
+// registered memory there, at least orig.size bytes), into which this thread RDMA-WRITEs orig
+// first (seed 000's broadcast_buffer, WRITE form; the calls travel down the broadcast tree).
+// Transmitted: orig may be reused as soon as this returns.
+template <Notify N = Notify::Transmitted, typename F>
+void broadcast_buffer(F f, const memory::RDMAMemory& orig, std::span<const RemoteMemoryLocator> dest_buffers,
+                      Synchronizer* sync = nullptr) {
+  const std::vector<uint64_t> at = detail::write_everywhere(orig, dest_buffers);
+  detail::broadcast(detail::written_spec<N>(f, 0, orig.size, sync), detail::transmitted_of<N>(sync), at);
 }
 
 // Runs the calls addressed to this thread; returns how many ran.

@@ -2,6 +2,7 @@
 // a frame is trusted: every length, id, kind and descriptor is checked before use, and a bad
 // frame is reported (Invoker::report) and skipped, never run.
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "loom/invoke/checks.hpp"
@@ -43,6 +44,7 @@ struct Inbox::Dispatch {
   wire::NotifyDesc nd{};
   wire::ReturnDesc rd{};
   memory::RDMAMemory pulled;  // the caller's buffer, READ form
+  std::optional<uint64_t> written_at;  // a broadcast's WRITE form: where the bytes are in this process
 
   Dispatch(Inbox& i, const uint8_t* f, size_t len, int src) : ib(i), frame(f), frame_len(len), src_rank(src) {
     uint64_t w;
@@ -98,14 +100,27 @@ Inbox::Dispatch::Step Inbox::Dispatch::broadcast(bool nested) {
   if (left < sizeof bd + wire::kFrameHeader) return bad("truncated broadcast");
   take(bd);
   if (bd.root >= static_cast<uint32_t>(ib.inv_.total_threads())) return bad("broadcast root out of range");
+  const int processes = ib.inv_.runtime().size();
+  if (bd.ranks != 0 && bd.ranks != static_cast<uint32_t>(processes))
+    return bad("broadcast with " + std::to_string(bd.ranks) + " buffer addresses for " + std::to_string(processes) + " processes");
+  const size_t table = size_t{bd.ranks} * 8;
+  if (left < sizeof bd + wire::kFrameHeader + table) return bad("truncated broadcast");
   const uint8_t* inner = p + sizeof bd;
-  const size_t inner_len = left - sizeof bd;
+  const size_t inner_len = left - sizeof bd - table;
   uint64_t iw;
   std::memcpy(&iw, inner, 8);
   if (wire::frame_len(iw) != inner_len) return bad("broadcast frame length mismatch");
+  if (bd.ranks != 0 && wire::frame_kind(iw) != static_cast<uint8_t>(wire::Kind::Written))
+    return bad("broadcast buffer addresses with a call that is not a written call_buffer");
   ib.forward_broadcast(frame, frame_len, bd.root);
   // The call is the root's (caller_rank(), the process a READ form pulls from), whoever forwarded it.
-  Dispatch(ib, inner, inner_len, ib.inv_.thread_of(static_cast<int>(bd.root)).rank).run(true);
+  Dispatch here(ib, inner, inner_len, ib.inv_.thread_of(static_cast<int>(bd.root)).rank);
+  if (bd.ranks != 0) {
+    uint64_t at;
+    std::memcpy(&at, inner + inner_len + size_t(ib.inv_.runtime().rank()) * 8, 8);
+    here.written_at = at;
+  }
+  here.run(true);
   return Step::Done;
 }
 
@@ -132,6 +147,7 @@ Inbox::Dispatch::Step Inbox::Dispatch::written(size_t cap, Incoming& in) {
   wire::WrittenDesc d;
   if (left != sizeof d + cap) return bad("malformed call_buffer (written form)");
   take(d);
+  if (written_at) d.addr = *written_at;  // checked as any written address
   if (!ib.inv_.runtime().is_registered(reinterpret_cast<void*>(d.addr), d.len))
     return bad("call_buffer destination is not registered memory of this process");
   in.captures = p + sizeof d;

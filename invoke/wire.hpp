@@ -108,7 +108,9 @@ struct BufferDesc { uint64_t len; };
 struct WrittenDesc { uint64_t addr; uint64_t len; };
 struct ReadDesc { uint64_t addr; uint32_t rkey; uint32_t zero; uint64_t len; };
 struct ReturnDesc { uint64_t addr; uint32_t rkey; uint32_t size; uint64_t stamp; };
-struct BroadcastDesc { uint32_t root; uint32_t zero; };
+// `ranks`: 0, or (broadcast_buffer's WRITE form) the number of u64 addresses after the inner
+// frame, one per process: where the root wrote the bytes there.
+struct BroadcastDesc { uint32_t root; uint32_t ranks; };
 struct NamedDesc { uint64_t len; };
 
 // Words the peer writes while we read them: atomic loads (acquire: what the word announces is

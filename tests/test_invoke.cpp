@@ -278,6 +278,60 @@ TEST(Invoke, BroadcastBufferReadFormPullsFromTheRoot) {
   rt().barrier();
 }
 
+// The WRITE form: the root writes the bytes into each process's buffer, every thread there runs
+// on that buffer (its own address in each process), also those reached through a forwarder.
+TEST(Invoke, BroadcastBufferWriteFormRunsOnEachProcesssBuffer) {
+  static std::atomic<uint64_t> ok_runs{0}, bad_runs{0};
+  static uint64_t landing_addr = 0;
+  ok_runs = 0;
+  bad_runs = 0;
+  static constexpr size_t kBytes = 200000;
+  memory::RDMAMemory landing = rt().heap().allocate(kBytes);
+  std::memset(landing.addr, 0, kBytes);
+  landing_addr = landing.address();
+  RemoteMemoryLocator mine{rt().rank(), 0, landing.address(), kBytes, landing.rkey};
+  std::vector<RemoteMemoryLocator> all;
+  for (const auto& b : rt().bootstrap().allgather(std::as_bytes(std::span(&mine, 1)))) {
+    RemoteMemoryLocator l;
+    std::memcpy(&l, b.data(), sizeof l);
+    all.push_back(l);
+  }
+  Invoker inv(rt(), small_rings(8));
+  const int root = rt().size() - 1;
+  on_threads([&](int me) {
+    if (rt().rank() == root && me == inv.threads() - 1) {
+      memory::RDMAMemory orig = rt().heap().allocate(kBytes);
+      for (size_t i = 0; i < kBytes; ++i) orig.bytes()[i] = static_cast<uint8_t>(i * 11 + 1);
+      Synchronizer s(inv.total_threads());
+      broadcast_buffer<Notify::Executed>(
+          [root](std::span<std::byte> b) {
+            bool good = b.size() == kBytes && caller_rank() == root && reinterpret_cast<uint64_t>(b.data()) == landing_addr;
+            for (size_t i = 0; good && i < b.size(); ++i) good = b[i] == std::byte(static_cast<uint8_t>(i * 11 + 1));
+            (good ? ok_runs : bad_runs).fetch_add(1);
+          },
+          orig.slice(0, kBytes), all, &s);
+      rt().heap().free(orig.addr);  // written everywhere before the calls went
+      s.wait();
+    }
+    inv.wait_until([] { return ok_runs.load() + bad_runs.load() >= static_cast<uint64_t>(Invoker::current().threads()); });
+  });
+  EXPECT_EQ(ok_runs.load(), static_cast<uint64_t>(inv.threads()));
+  EXPECT_EQ(bad_runs.load(), 0u);
+  EXPECT_EQ(inv.bad_calls(), 0u);
+  // One buffer short, or one in the wrong rank, is refused before anything is written.
+  if (rt().rank() == 0) {
+    on_threads([&](int me) {
+      if (me != 0) return;
+      std::vector<RemoteMemoryLocator> shorter(all.begin(), all.end() - 1), swapped = all;
+      std::swap(swapped.front(), swapped.back());
+      EXPECT_THROW(broadcast_buffer([](std::span<std::byte>) {}, landing.slice(0, 8), shorter), Error);
+      EXPECT_THROW(broadcast_buffer([](std::span<std::byte>) {}, landing.slice(0, 8), swapped), Error);
+    });
+  }
+  rt().barrier();
+  rt().heap().free(landing.addr);
+}
+
 TEST(Invoke, EveryCallFormMovesTheRightBytes) {
   // Reset before the Invoker exists: its helper may run calls as soon as it does.
   static std::atomic<uint64_t> checks{0}, wrong{0};
@@ -451,6 +505,24 @@ TEST(Invoke, BadCallsAreReportedAndSurvived) {
   FrameSpec wrong_kind = truncated;
   wrong_kind.kind = wire::Kind::Return;
   ASSERT_TRUE(inv.messengers().to(peer).call(wrong_kind, OnFull::Retry));
+  // Broadcasts whose table of per-process addresses (the WRITE form's) is the wrong length, or
+  // comes with a call that is not a written call_buffer.
+  auto forged_broadcast = [&](uint32_t ranks, const FrameSpec& inner) {
+    const size_t in_len = inner.bytes(), len = wire::kFrameHeader + sizeof(wire::BroadcastDesc) + in_len + 8 * size_t{ranks};
+    std::vector<uint8_t> f(len);  // the table: zeros
+    const uint64_t w = wire::frame_word(0, wire::Kind::Broadcast, false, len);
+    std::memcpy(f.data(), &w, 8);
+    const wire::BroadcastDesc d{static_cast<uint32_t>(inv.gid(inv.self())), ranks};
+    std::memcpy(f.data() + 8, &d, sizeof d);
+    inner.fill(f.data() + 8 + sizeof d, in_len);
+    FrameSpec raw;
+    raw.raw = f.data();
+    raw.raw_len = len;
+    return inv.messengers().to(peer).call(raw, OnFull::Retry);
+  };
+  const auto processes = static_cast<uint32_t>(rt().size());
+  ASSERT_TRUE(forged_broadcast(processes + 1, invoke::detail::written_spec<Notify::Transmitted>(sink, 0, 8, nullptr)));
+  ASSERT_TRUE(forged_broadcast(processes, invoke::detail::call_spec<Notify::Transmitted>(Wide{0, 0, 0}, nullptr)));
   // Then good calls: the receiver kept going.
   ASSERT_TRUE(call_named(peer, id, std::as_bytes(std::span(&v, 1))));
   ASSERT_TRUE(call(peer, Wide{1, 2, 3}));
@@ -462,7 +534,7 @@ TEST(Invoke, BadCallsAreReportedAndSurvived) {
   EXPECT_THROW(call(Thread{0, inv.threads()}, [] {}), Error);
   inv.flush();
   inv.wait_until([] { return after.load() == 6 && g_named.load() == 5; });
-  EXPECT_EQ(inv.bad_calls() - before, 4u) << inv.last_error();
+  EXPECT_EQ(inv.bad_calls() - before, 6u) << inv.last_error();
   rt().barrier();
 }
 
