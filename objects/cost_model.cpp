@@ -43,7 +43,9 @@ void each_field(C& c, F&& f) {
 double one_sided(const Components& c, Op op, Level l) {
   const bool phasal = l != Level::Atomic;
   switch (op) {
-    case Op::HashInsert: return c.miss + c.cas + c.post + c.cas;  // claim (a fresh bucket); key and value, publish behind them
+    // claim (a fresh bucket); key and value, then the publication behind them: a CAS, or
+    // (phasal, seed 001's one atomic and a put) the Ready word's put
+    case Op::HashInsert: return c.miss + c.cas + c.post + (phasal ? c.put : c.cas);
     case Op::HashFind: return c.line + (phasal ? c.get : c.atomic_read + c.get + c.atomic_read);  // snapshot, or seqlock
     // counter and sequence read together; claim; the value and the CAS behind it together (the
     // CAS's completion is the value's); phasal: claim, slot, and a pop's blocking publication

@@ -79,12 +79,13 @@ class HashMap {
     Status st;
     if (p == Policy::OwnerInvoked) {
       if (owner(h) == ctx_.rank()) ctx_.attend();
-      st = owner(h) == ctx_.rank() ? local_insert(h, key, value)
-                                   : slots_.template call<Status>(owner(h), [id = id_, h, key, value] { return on_insert(id, h, key, value); });
+      st = owner(h) == ctx_.rank()
+               ? local_insert(h, key, value, level)
+               : slots_.template call<Status>(owner(h), [id = id_, h, key, value, level] { return on_insert(id, h, key, value, level); });
     } else if (p == Policy::Cached) {
-      st = hash::insert(regions_[h.part], h.start, slots_.per(), key, value);
+      st = hash::insert(regions_[h.part], h.start, slots_.per(), key, value, level);
     } else {
-      st = hash::insert(remotes_[h.part], h.start, slots_.per(), key, value);
+      st = hash::insert(remotes_[h.part], h.start, slots_.per(), key, value, level);
     }
     router_.record(Op::HashInsert, level, p, t);
     check(st, h);
@@ -174,9 +175,9 @@ class HashMap {
 
 
   // ---- the owner's side of shipped operations (never throw: the caller waits for a reply)
-  Status local_insert(hash::Home h, const K& key, const V& value) {
+  Status local_insert(hash::Home h, const K& key, const V& value, Level level = Level::Atomic) {
     LocalSlots<E> s = slots_.local(h.part);
-    return hash::insert(s, h.start, slots_.per(), key, value);
+    return hash::insert(s, h.start, slots_.per(), key, value, level);
   }
   Found local_find(hash::Home h, const K& key, Level level) {
     LocalSlots<E> s = slots_.local(h.part);
@@ -185,10 +186,10 @@ class HashMap {
   // The object a shipped operation names, pinned while the operation runs (null: none).
   static Context::Pinned<HashMap> at_owner(uint32_t id) noexcept { return Context::try_pin<HashMap>(id); }
   static bool mine(HashMap* m, hash::Home h) noexcept { return m != nullptr && h.part < m->slots_.parts() && m->owner(h) == m->ctx_.rank(); }
-  static Status on_insert(uint32_t id, hash::Home h, const K& key, const V& value) noexcept {
+  static Status on_insert(uint32_t id, hash::Home h, const K& key, const V& value, Level level) noexcept {
     const auto pin = at_owner(id);
     HashMap* m = pin.get();
-    return mine(m, h) ? m->local_insert(h, key, value) : Status::NoObject;
+    return mine(m, h) ? m->local_insert(h, key, value, level) : Status::NoObject;
   }
   static Found on_find(uint32_t id, hash::Home h, const K& key, Level level) noexcept {
     const auto pin = at_owner(id);

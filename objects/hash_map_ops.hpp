@@ -7,7 +7,10 @@
 //
 // insert: claim the bucket by CAS (Empty -> Busy, or Ready -> Busy when it holds the key), write
 // key and value and publish Ready with the next version by a releasing CAS behind the write (only
-// the holder changes a Busy word). find, fully atomic: a seqlock — the state word (acquire), the entry, the state
+// the holder changes a Busy word). insert, phasal (no find until a barrier; inserts may run):
+// seed 001's one atomic and a put — the claim, then key and value and the Ready word as writes
+// in order behind it, where the store orders them (OneSided, OwnerInvoked: `kOrderedPublish`);
+// a Cached region's word takes the releasing CAS still, as its writes are seen at a release. find, fully atomic: a seqlock — the state word (acquire), the entry, the state
 // word again; the same Ready or Empty word both times means the entry is whole. find, phasal
 // (no writer until a barrier): the slot as one snapshot. A Busy bucket seen in a find phase is a
 // writer breaking the phase: reported, not waited for.
@@ -53,7 +56,7 @@ enum class Claim : uint8_t { Inserted, Occupied, Corrupt };
 
 // Claims bucket i for key, writes it and publishes it; Occupied if it holds another key.
 template <typename S, typename K, typename V>
-Claim try_insert_at(S& s, size_t i, const K& key, const V& value, uint64_t seen = kEmpty) {
+Claim try_insert_at(S& s, size_t i, const K& key, const V& value, uint64_t seen = kEmpty, bool phasal = false) {
   for (;;) {
     if (state_of(seen) == kBusy) {  // a writer holds it: its key decides
       seen = s.load(i, Order::Acquire);
@@ -73,15 +76,21 @@ Claim try_insert_at(S& s, size_t i, const K& key, const V& value, uint64_t seen 
       continue;
     }
     const uint64_t ready = word(version_of(seen) + 1, kReady);
+    if (phasal && S::kOrderedPublish) {  // an inserter waiting on the Busy word reads the key after Ready
+      const Entry<K, V> e{key, value};
+      s.write_payload_async(i, e, ready);
+      s.publish_word(i, ready);  // completes the payload's write too
+      return Claim::Inserted;
+    }
     if (s.write_then_cas(i, Entry<K, V>{key, value}, ready, busy, ready, Order::Release) != busy) return Claim::Corrupt;
     return Claim::Inserted;
   }
 }
 
 template <typename S, typename K, typename V>
-Status insert(S& s, size_t start, size_t per, const K& key, const V& value) {
+Status insert(S& s, size_t start, size_t per, const K& key, const V& value, Level level = Level::Atomic) {
   for (size_t probe = 0, i = start; probe < per; ++probe, i = i + 1 == per ? 0 : i + 1) {
-    const Claim c = try_insert_at(s, i, key, value);
+    const Claim c = try_insert_at(s, i, key, value, kEmpty, level == Level::PhasalInsert);
     if (c == Claim::Inserted) return Status::Ok;
     if (c == Claim::Corrupt) return Status::Corrupt;
   }

@@ -47,6 +47,8 @@ class RemoteSlots {
   static_assert(kSlotPayload<P>);
 
  public:
+  // write_payload_async then publish_word land in that order (one queue pair, in order).
+  static constexpr bool kOrderedPublish = true;
   RemoteSlots(Endpoint& ep, GlobalPtr<Slot<P>> slots, GlobalPtr<uint64_t> counters)
       : ep_(&ep), slots_(slots), counters_(counters) {}
 
@@ -178,6 +180,8 @@ class LocalSlots : public ImmediateForms<LocalSlots<P>, P> {
   static constexpr size_t kPayloadBytes = sizeof(Slot<P>) - 8;
 
  public:
+  // The payload's words, then the word with release (publish_word).
+  static constexpr bool kOrderedPublish = true;
   LocalSlots(Slot<P>* slots, uint64_t* counters, Endpoint* loopback = nullptr)
       : slots_(slots), counters_(counters), loop_(loopback) {}
 
@@ -245,6 +249,8 @@ class RegionSlots : public ImmediateForms<RegionSlots<P>, P> {
   static_assert(kSlotPayload<P>);
 
  public:
+  // Writes to the local copy are seen by others at a release only: the word's CAS is that release.
+  static constexpr bool kOrderedPublish = false;
   RegionSlots(coherence::Space& space, Slot<P>* slots, uint64_t* words, uint64_t* counters)
       : space_(&space), slots_(slots), words_(words), counters_(counters) {}
 

@@ -90,6 +90,8 @@ TEST(CostModel, AHashOperationMeetsItsBucketsLine) {
   EXPECT_EQ(predict(c, Op::HashFind, Policy::Cached, Level::PhasalFind), c.h_find_phasal + c.op + c.region_read);
   // A one-sided insert claims a fresh bucket: the owner's line (a miss), not one of ours.
   EXPECT_EQ(predict(c, Op::HashInsert, Policy::OneSided, Level::Atomic), c.op + c.miss + c.cas + c.post + c.cas);
+  // Phasal: one atomic (the claim) and the Ready word's put behind key and value.
+  EXPECT_EQ(predict(c, Op::HashInsert, Policy::OneSided, Level::PhasalInsert), c.op + c.miss + c.cas + c.post + c.put);
   // A queue's slots are walked in order: no line counted.
   EXPECT_EQ(predict(c, Op::QueuePush, Policy::OneSided, Level::PhasalPush), c.op + c.fad + c.put);
 }

@@ -33,6 +33,32 @@ class HashMaps : public loom::test::WithContext {};
 
 uint64_t key_of(int writer, uint64_t k) { return static_cast<uint64_t>(writer) * 100000 + k * 7919; }
 
+// Phasal inserts of the same keys from every thread at once (each waits on the others' Busy
+// words, which phasal publication turns Ready by a put): one value per key, a writer's, which
+// an atomic insert then replaces.
+TEST_P(HashMaps, PhasalInsertsOfOneKeyFromEveryThreadLeaveAWritersValue) {
+  constexpr uint64_t kKeys = 64;
+  HashMap<uint64_t, uint64_t> m(ctx(), 4096 * static_cast<size_t>(threads()), policy());
+  const uint64_t writers = static_cast<uint64_t>(np() * threads());
+  on_every_thread([&](int t) {
+    const uint64_t id = static_cast<uint64_t>(me() * threads() + t);
+    for (uint64_t k = 0; k < kKeys; ++k) m.insert(k + 1, 1000 * (k + 1) + id, Level::PhasalInsert);
+    ctx().barrier();
+    for (uint64_t k = 0; k < kKeys; ++k) {
+      const auto v = m.find(k + 1, Level::PhasalFind);
+      ASSERT_TRUE(v.has_value()) << "key " << k + 1;
+      EXPECT_EQ(*v / 1000, k + 1);
+      EXPECT_LT(*v % 1000, writers);
+    }
+    ctx().barrier();
+    if (id == 0)
+      for (uint64_t k = 0; k < kKeys; ++k) m.insert(k + 1, 7, Level::Atomic);
+    ctx().barrier();
+    for (uint64_t k = 0; k < kKeys; ++k) EXPECT_EQ(m.find(k + 1), std::optional<uint64_t>(7)) << "key " << k + 1;
+    ctx().barrier();
+  });
+}
+
 TEST_P(HashMaps, EveryInsertedKeyIsFoundAtEveryLevel) {
   constexpr uint64_t kPer = 200;
   HashMap<uint64_t, uint64_t> m(ctx(), 4096 * static_cast<size_t>(threads()), policy());
