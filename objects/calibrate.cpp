@@ -126,6 +126,7 @@ void fabric_components(Context& ctx, int other, int n, Components& c) {
   c.fad = us_per(n, [&](int) { sink += ep.fetch_add(w + 3, 1); });
   uint64_t seen = ep.atomic_load(w + 4);
   c.cas = us_per(n, [&](int) { seen = ep.compare_swap(w + 4, seen, seen + 1); });
+  c.publish_phasal = ep.direct() ? c.put : c.cas;  // as RemoteSlots::ordered_publish chooses
   c.atomic_read = us_per(n, [&](int) { sink += ep.atomic_load(w + 5); });
   c.miss = cold_line_miss(ctx, other, n);
   std::vector<uint64_t> out(static_cast<size_t>(n));

@@ -29,7 +29,7 @@ namespace {
 template <typename C, typename F>
 void each_field(C& c, F&& f) {
   f("get", c.get), f("put", c.put), f("fad", c.fad), f("cas", c.cas), f("atomic_read", c.atomic_read), f("miss", c.miss), f("cas_contended", c.cas_contended);
-  f("rpc", c.rpc), f("call", c.call), f("post", c.post);
+  f("rpc", c.rpc), f("call", c.call), f("post", c.post), f("publish_phasal", c.publish_phasal);
   f("line", c.line);
   f("h_insert", c.h_insert), f("h_find", c.h_find), f("h_push", c.h_push), f("h_pop", c.h_pop), f("op", c.op);
   f("h_find_phasal", c.h_find_phasal), f("h_push_phasal", c.h_push_phasal), f("h_pop_phasal", c.h_pop_phasal);
@@ -44,8 +44,9 @@ double one_sided(const Components& c, Op op, Level l) {
   const bool phasal = l != Level::Atomic;
   switch (op) {
     // claim (a fresh bucket); key and value, then the publication behind them: a CAS, or
-    // (phasal, seed 001's one atomic and a put) the Ready word's put
-    case Op::HashInsert: return c.miss + c.cas + c.post + (phasal ? c.put : c.cas);
+    // (phasal, seed 001's one atomic and a put) the Ready word's put where the Endpoint maps
+    // the owner's memory (RemoteSlots::ordered_publish), else a CAS still
+    case Op::HashInsert: return c.miss + c.cas + c.post + (phasal ? c.publish_phasal : c.cas);
     case Op::HashFind: return c.line + (phasal ? c.get : c.atomic_read + c.get + c.atomic_read);  // snapshot, or seqlock
     // counter and sequence read together; claim; the value and the CAS behind it together (the
     // CAS's completion is the value's); phasal: claim, slot, and a pop's blocking publication

@@ -35,6 +35,7 @@ struct Components {
   double rpc = 0;                             // call_return round trip, empty handler
   double call = 0;                            // one aggregated call, amortized (1 / call rate)
   double post = 0;                            // one asynchronous fabric operation, amortized
+  double publish_phasal = 0;                  // a phasal insert's publication: put where the word's loads are the CPU's, else cas
   // The operation itself run on local memory in the first-level cache: its own logic, which every
   // policy runs once (the owner's handler, for a shipped one); fully atomic, and phasal.
   double h_insert = 0, h_find = 0, h_push = 0, h_pop = 0;

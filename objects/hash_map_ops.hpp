@@ -9,8 +9,9 @@
 // key and value and publish Ready with the next version by a releasing CAS behind the write (only
 // the holder changes a Busy word). insert, phasal (no find until a barrier; inserts may run):
 // seed 001's one atomic and a put — the claim, then key and value and the Ready word as writes
-// in order behind it, where the store orders them (OneSided, OwnerInvoked: `kOrderedPublish`);
-// a Cached region's word takes the releasing CAS still, as its writes are seen at a release. find, fully atomic: a seqlock — the state word (acquire), the entry, the state
+// in order behind it, where the store can (`ordered_publish`: OneSided on a mapping,
+// OwnerInvoked); elsewhere, and for a Cached region (its writes are seen at a release), the
+// releasing CAS still. find, fully atomic: a seqlock — the state word (acquire), the entry, the state
 // word again; the same Ready or Empty word both times means the entry is whole. find, phasal
 // (no writer until a barrier): the slot as one snapshot. A Busy bucket seen in a find phase is a
 // writer breaking the phase: reported, not waited for.
@@ -76,7 +77,7 @@ Claim try_insert_at(S& s, size_t i, const K& key, const V& value, uint64_t seen 
       continue;
     }
     const uint64_t ready = word(version_of(seen) + 1, kReady);
-    if (phasal && S::kOrderedPublish) {  // an inserter waiting on the Busy word reads the key after Ready
+    if (phasal && s.ordered_publish()) {  // an inserter waiting on the Busy word reads the key after Ready
       const Entry<K, V> e{key, value};
       s.write_payload_async(i, e, ready);
       s.publish_word(i, ready);  // completes the payload's write too

@@ -47,8 +47,11 @@ class RemoteSlots {
   static_assert(kSlotPayload<P>);
 
  public:
-  // write_payload_async then publish_word land in that order (one queue pair, in order).
-  static constexpr bool kOrderedPublish = true;
+  // Whether publish_word may follow write_payload_async as a plain put (seed 001's phasal
+  // publication): they land in that order (this thread's lane: one queue pair), but only where
+  // the word's loads are the CPU's (a mapping) is a put safe beside them — elsewhere an atomic
+  // load is a FETCH_ADD of 0, which could write the old word back over the put.
+  bool ordered_publish() const { return ep_->direct(); }
   RemoteSlots(Endpoint& ep, GlobalPtr<Slot<P>> slots, GlobalPtr<uint64_t> counters)
       : ep_(&ep), slots_(slots), counters_(counters) {}
 
@@ -180,8 +183,9 @@ class LocalSlots : public ImmediateForms<LocalSlots<P>, P> {
   static constexpr size_t kPayloadBytes = sizeof(Slot<P>) - 8;
 
  public:
-  // The payload's words, then the word with release (publish_word).
-  static constexpr bool kOrderedPublish = true;
+  // The payload's words, then the word with release (publish_word; through the loopback, an
+  // atomic store).
+  bool ordered_publish() const { return true; }
   LocalSlots(Slot<P>* slots, uint64_t* counters, Endpoint* loopback = nullptr)
       : slots_(slots), counters_(counters), loop_(loopback) {}
 
@@ -250,7 +254,7 @@ class RegionSlots : public ImmediateForms<RegionSlots<P>, P> {
 
  public:
   // Writes to the local copy are seen by others at a release only: the word's CAS is that release.
-  static constexpr bool kOrderedPublish = false;
+  bool ordered_publish() const { return false; }
   RegionSlots(coherence::Space& space, Slot<P>* slots, uint64_t* words, uint64_t* counters)
       : space_(&space), slots_(slots), words_(words), counters_(counters) {}
 

@@ -32,7 +32,7 @@ Components powers() {
   for (double* f : {&c.get, &c.put, &c.fad, &c.cas, &c.atomic_read, &c.miss, &c.line, &c.cas_contended, &c.rpc, &c.call, &c.post, &c.h_insert,
                     &c.h_find, &c.h_push, &c.h_pop, &c.h_find_phasal, &c.h_push_phasal, &c.h_pop_phasal, &c.op, &c.region_atomic,
                     &c.region_acquire, &c.region_release, &c.region_release_clean, &c.region_write, &c.region_read, &c.region_write_shared,
-                    &c.region_release_shared})
+                    &c.region_release_shared, &c.publish_phasal})
     *f = v, v *= 2;
   return c;
 }
@@ -90,8 +90,8 @@ TEST(CostModel, AHashOperationMeetsItsBucketsLine) {
   EXPECT_EQ(predict(c, Op::HashFind, Policy::Cached, Level::PhasalFind), c.h_find_phasal + c.op + c.region_read);
   // A one-sided insert claims a fresh bucket: the owner's line (a miss), not one of ours.
   EXPECT_EQ(predict(c, Op::HashInsert, Policy::OneSided, Level::Atomic), c.op + c.miss + c.cas + c.post + c.cas);
-  // Phasal: one atomic (the claim) and the Ready word's put behind key and value.
-  EXPECT_EQ(predict(c, Op::HashInsert, Policy::OneSided, Level::PhasalInsert), c.op + c.miss + c.cas + c.post + c.put);
+  // Phasal: one atomic (the claim) and the Ready word's publication behind key and value.
+  EXPECT_EQ(predict(c, Op::HashInsert, Policy::OneSided, Level::PhasalInsert), c.op + c.miss + c.cas + c.post + c.publish_phasal);
   // A queue's slots are walked in order: no line counted.
   EXPECT_EQ(predict(c, Op::QueuePush, Policy::OneSided, Level::PhasalPush), c.op + c.fad + c.put);
 }
