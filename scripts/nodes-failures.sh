@@ -48,8 +48,10 @@ case_() {
 
 # The harness first: a kill request written in place (its file seen empty at first) still kills
 # the node; a host that took the empty file for a finished one once deleted it and the kill never
-# came (a node-lost case then hung until --timeout).
-case_ harness-kill-in-place 12 0 "loom-node1 is gone" "asking in place" \
+# came (a node-lost case then hung until --timeout). The case itself takes 2 + 3 s and up to
+# 5 s for rsh to give up on the dead node: 12 s left the TCG guests 2 s, which a loaded host
+# once overran by 0.8 s; 16 s still tells a kill from a hang.
+case_ harness-kill-in-place 16 0 "loom-node1 is gone" "asking in place" \
   "( exec 3>/run/loom-vm/request.inplace; echo asking in place; sleep 2; echo kill 1 >&3; exec 3>&-; sleep 3
      if timeout 5 $here/scripts/vm/rsh loom-node1 true; then echo loom-node1 still answers; false; else echo loom-node1 is gone; fi )"
 
