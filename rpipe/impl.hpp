@@ -117,7 +117,8 @@ struct Pipe::Impl {
   void connect();
   void close();
   void post_word(size_t remote_offset, uint64_t value);  // an 8-byte WRITE into the peer's block
-  uint8_t* map_peer(uint64_t addr, uint32_t rkey, uint64_t len) const;  // nullptr: not mapped here
+  // The peer's registered memory mapped here, if the provider maps it (nullptr: not mapped).
+  uint8_t* map_peer(uint64_t addr, uint32_t rkey, uint64_t len, uint32_t access = fabric::kRemoteWrite) const;
   uint8_t* at(size_t offset) const { return ctrl.bytes() + offset; }
   uint64_t position(const RAddr& a) const { return a.segment * o.segment_bytes + a.offset; }  // in FreeRanges
   uint64_t load(size_t offset) const;  // an acquire load of a word of our block

@@ -82,7 +82,7 @@ void Pipe::Impl::rread(const RAddr& a, size_t size) {
   if (size > a.size) fail("rread: ", size, " bytes of a message of ", a.size);
   uint8_t* dst = target(a);
   const uint64_t flag_at = codec::flag_offset(a.size);
-  if (const uint8_t* from = tx->remote_pointer(e.source, e.source_rkey, flag_at + 8, fabric::kRemoteRead)) {
+  if (const uint8_t* from = map_peer(e.source, e.source_rkey, flag_at + 8, fabric::kRemoteRead)) {
     // Mapped here (shared memory): loads instead of READs. The flag first, paired with roffer's
     // release store; the writer no longer changes an offered copy.
     const uint64_t f = std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(const_cast<uint8_t*>(from + flag_at))).load(std::memory_order_acquire);

@@ -158,11 +158,11 @@ uint64_t Pipe::Impl::load(size_t offset) const {
   return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(at(offset))).load(std::memory_order_acquire);
 }
 
-uint8_t* Pipe::Impl::map_peer(uint64_t addr, uint32_t rkey, uint64_t len) const {
+uint8_t* Pipe::Impl::map_peer(uint64_t addr, uint32_t rkey, uint64_t len, uint32_t access) const {
   // Where the provider maps the peer's memory (shared memory, no emulated wire, not offloaded),
-  // stores replace WRITEs: each lands before the store that follows it is seen, as one WRITE's
-  // bytes do before the next WRITE's on a connection.
-  return tx->remote_pointer(addr, rkey, len, fabric::kRemoteWrite);
+  // stores and loads replace WRITEs and READs: each store lands before the store that follows it
+  // is seen, as one WRITE's bytes do before the next WRITE's on a connection.
+  return tx->remote_pointer(addr, rkey, len, access);
 }
 
 void Pipe::Impl::post_word(size_t remote_offset, uint64_t value) {

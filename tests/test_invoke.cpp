@@ -290,12 +290,7 @@ TEST(Invoke, BroadcastBufferWriteFormRunsOnEachProcesssBuffer) {
   std::memset(landing.addr, 0, kBytes);
   landing_addr = landing.address();
   RemoteMemoryLocator mine{rt().rank(), 0, landing.address(), kBytes, landing.rkey};
-  std::vector<RemoteMemoryLocator> all;
-  for (const auto& b : rt().bootstrap().allgather(std::as_bytes(std::span(&mine, 1)))) {
-    RemoteMemoryLocator l;
-    std::memcpy(&l, b.data(), sizeof l);
-    all.push_back(l);
-  }
+  const std::vector<RemoteMemoryLocator> all = rt().bootstrap().allgather_value(mine);
   Invoker inv(rt(), small_rings(8));
   const int root = rt().size() - 1;
   on_threads([&](int me) {
