@@ -1,15 +1,20 @@
 // bench_mcts: MCTS for Hex under the tree policies (issue 19; docs/mcts.md).
-//   loomrun -n P bench/bench_mcts [--quick] [--csv FILE] [--board N] [--K K] [--policy P,...]
+//   loomrun -n P bench/bench_mcts [--quick] [--csv FILE] [--board N] [--K K] [--policy P,...] [--owner O,...]
 //                                 [--threads T] [--seconds S] [--match] [--model] [--model-from CSV]
 //                                 [search flags]
 // Throughput from the empty board and from 10 fixed mid-game positions, each search `--seconds`
 // long. Under loomrun -n P the run first measures local-np1-t1 and local-np1-t2 on rank 0 alone
 // while the other processes sleep, then each policy on every process: every ratio is taken in
-// one run. Rows (variant `<policy>-np<P>-t<T>`, size N): rollouts_per_s (empty board),
+// one run; owner-invoked runs under each --owner protocol (default both; variant
+// `owner-invoked-random-*` for random-at-expansion) and each --aggregation (default trad; `-ovfl`
+// after the name for ovfl: seed 000's Figure 3 study). Rows (variant `<policy>-np<P>-t<T>`, size N): rollouts_per_s (empty board),
 // rollouts_per_s_mid, rollouts_per_s_all (every position), playouts_per_s, rollouts_per_cpu_s, speedup (rollouts_per_s over
 // local-np1-t1's), and per rollout remote_calls, messages, bytes, misses, invalidations,
-// vl_collisions, depth, edges_read, edges_summed, bytes_fetched, released_blocks, worker_us (the workers' CPU time); load_avg beside each. --match
-// plays each policy against local-1t (bench/mcts_match.cpp); --model adds the tree policies' cost
+// vl_collisions, depth, edges_read, edges_summed, bytes_fetched, released_blocks, creations, deferred, kept_calls (ovfl: calls kept while a ring was full), worker_us,
+// and over the searches pairs_called ((worker, destination) pairs, summed over searches) and
+// pairs_kept_over_4k (the fraction of them whose kept calls once exceeded 4 KiB) (the workers' CPU time); load_avg beside each. --match
+// plays each policy against local-1t (bench/mcts_match.cpp), --match-owners owner-invoked's two
+// owner protocols against each other at equal time; --model adds the tree policies' cost
 // model beside each row and its projection (bench/mcts_model.cpp), --model-from CSV the same with
 // the policies' fitted costs (extra_us) taken from another run's CSV (the smallest scale of a sweep).
 #include <sys/resource.h>
@@ -19,6 +24,7 @@
 #include <exception>
 #include <fstream>
 #include <memory>
+#include <utility>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -38,9 +44,14 @@ namespace {
 
 struct Args {
   bool quick = false, match = false, model = false;
+  bool match_owners = false;  // --match-owners: owner-invoked's two owner protocols against each other
   std::string model_from;
   std::string csv;
   std::vector<mcts::TreePolicy> policies{mcts::TreePolicy::OwnerInvoked, mcts::TreePolicy::CachedShared, mcts::TreePolicy::Root};
+  // owner-invoked runs under each (rows `owner-invoked-*` and `owner-invoked-random-*`)
+  std::vector<mcts::OwnerProtocol> owners{mcts::OwnerProtocol::PathHash, mcts::OwnerProtocol::RandomAtExpansion};
+  // and under each aggregation (rows `-ovfl` for ovfl)
+  std::vector<mcts::Aggregation> aggregations{mcts::Aggregation::Trad};
   mcts::SearchFlags flags;
   bool seconds_given = false;
   bool reference = false;  // --match-reference: local-1t at twice the budget against itself
@@ -57,6 +68,14 @@ Args parse(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       for (std::string p; std::getline(ss, p, ',');)
         if (p != "none") a.policies.push_back(mcts::parse_tree_policy(p));  // `local` only plays a --match (its rows come first anyway)
+    } else if (s == "--owner" && i + 1 < argc) {  // a list here too
+      a.owners.clear();
+      std::stringstream ss(argv[++i]);
+      for (std::string o; std::getline(ss, o, ',');) a.owners.push_back(mcts::parse_owner_protocol(o));
+    } else if (s == "--aggregation" && i + 1 < argc) {  // and this
+      a.aggregations.clear();
+      std::stringstream ss(argv[++i]);
+      for (std::string o; std::getline(ss, o, ',');) a.aggregations.push_back(mcts::parse_aggregation(o));
     } else if (s == "--seconds" && i + 1 < argc) {
       mcts::take_search_flag(argc, argv, i, a.flags);
       a.seconds_given = true;
@@ -64,6 +83,8 @@ Args parse(int argc, char** argv) {
       continue;
     } else if (s == "--quick") {
       a.quick = true;
+    } else if (s == "--match-owners") {
+      a.match_owners = true;
     } else if (s == "--match") {
       a.match = true;
     } else if (s == "--model") {
@@ -80,7 +101,7 @@ Args parse(int argc, char** argv) {
     } else if (s == "--csv" && i + 1 < argc) {
       a.csv = argv[++i];
     } else {
-      fail("bench_mcts: unknown argument ", s, " (--quick, --csv FILE, --policy P[,P], --threads T, --seconds S, --match, --match-reference, --model, --model-from CSV,\n", MatchOptions::kUsage, ",\n",
+      fail("bench_mcts: unknown argument ", s, " (--quick, --csv FILE, --policy P[,P], --owner O[,O], --aggregation A[,A], --threads T, --seconds S, --match, --match-owners, --match-reference, --model, --model-from CSV,\n", MatchOptions::kUsage, ",\n",
            mcts::search_flags_usage(), ")");
     }
   }
@@ -173,6 +194,11 @@ void add_rows(const std::string& variant, size_t n, const Measured& m, double ba
   rows.push_back({variant, n, "bytes_fetched", static_cast<double>(c.bytes_fetched) / per, "per rollout"});
   rows.push_back({variant, n, "released_blocks", static_cast<double>(c.released_blocks) / per, "per rollout"});
   rows.push_back({variant, n, "edges_summed", static_cast<double>(c.edges_summed) / per, "per rollout"});
+  rows.push_back({variant, n, "creations", static_cast<double>(c.creations) / per, "per rollout"});
+  rows.push_back({variant, n, "deferred", static_cast<double>(c.deferred) / per, "per rollout"});
+  rows.push_back({variant, n, "kept_calls", static_cast<double>(c.kept_calls) / per, "per rollout"});
+  rows.push_back({variant, n, "pairs_called", static_cast<double>(c.pairs_called), "pairs"});
+  rows.push_back({variant, n, "pairs_kept_over_4k", c.pairs_called ? static_cast<double>(c.pairs_kept_over_4k) / static_cast<double>(c.pairs_called) : 0, "fraction"});
   rows.push_back({variant, n, "worker_us", static_cast<double>(c.worker_cpu_ns) / 1e3 / per, "us"});
   rows.push_back({variant, n, "load_avg", load_average(), ""});
 }
@@ -230,15 +256,24 @@ int main(int argc, char** argv) {
         if (a.match) match_rows(rt, ctx, p, a.flags.search, a.match_options, rows);
         continue;
       }
-      mcts::SearchConfig cfg = a.flags.search;
-      cfg.threads = threads;
-      auto s = mcts::make_search(p, g, cfg, &ctx, &rt);
-      const Measured m = measure(*s, g, mid, a.flags.budget, rt, false);
-      const std::string v = std::string(mcts::name(p)) + "-np" + std::to_string(np) + "-t" + std::to_string(threads);
-      if (rt.rank() == 0) add_rows(v, n, m, value_of(rows, "local-np1-t1", "rollouts_per_s"), rows);
-      variants.push_back(v);
-      if (a.match) match_rows(rt, ctx, p, a.flags.search, a.match_options, rows);
+      const bool invoked = p == mcts::TreePolicy::OwnerInvoked;
+      const std::vector<mcts::OwnerProtocol> owners = invoked ? a.owners : std::vector{a.flags.search.owner};
+      const std::vector<mcts::Aggregation> aggregations = invoked ? a.aggregations : std::vector{a.flags.search.aggregation};
+      std::vector<std::pair<mcts::OwnerProtocol, mcts::Aggregation>> configs;
+      for (mcts::OwnerProtocol o : owners)
+        for (mcts::Aggregation ag : aggregations) configs.emplace_back(o, ag);
+      for (auto [o, ag] : configs) {
+        mcts::SearchConfig cfg = a.flags.search;
+        cfg.threads = threads, cfg.owner = o, cfg.aggregation = ag;
+        auto s = mcts::make_search(p, g, cfg, &ctx, &rt);
+        const Measured m = measure(*s, g, mid, a.flags.budget, rt, false);
+        const std::string v = mcts::variant_name(p, cfg) + "-np" + std::to_string(np) + "-t" + std::to_string(threads);
+        if (rt.rank() == 0) add_rows(v, n, m, value_of(rows, "local-np1-t1", "rollouts_per_s"), rows);
+        variants.push_back(v);
+        if (a.match) match_rows(rt, ctx, p, cfg, a.match_options, rows);
+      }
     }
+    if (a.match_owners) owners_match_rows(rt, ctx, a.flags.search, a.match_options, rows);
     if (a.model && rt.rank() == 0) model_rows(model, ModelOptions{a.policies, np, threads, a.flags.search.in_flight, n, a.model_from}, rows);
   }
   if (rt.rank() == 0) {

@@ -98,7 +98,7 @@ Rounds play_rounds(const Hex& g, const MatchOptions& o, MoveOf&& move) {
   return r;
 }
 
-void add_result(const std::string& variant, int board, const Rounds& r, const Tally& t, std::vector<Row>& rows) {
+void add_result(const std::string& variant, int board, const Rounds& r, const Tally& t, std::vector<Row>& rows, const char* opponent = "local-1t") {
   const double wins = r.total(), games = r.games_per_round * static_cast<double>(r.wins.size());
   const auto [lo, hi] = wilson(wins, games);
   const size_t n = static_cast<size_t>(board);
@@ -109,8 +109,8 @@ void add_result(const std::string& variant, int board, const Rounds& r, const Ta
   rows.push_back({variant, n, "games", games, ""});
   rows.push_back({variant, n, "rollouts_per_move", t.per_search(0), "rollouts"});
   rows.push_back({variant, n, "local_rollouts_per_move", t.per_search(1), "rollouts"});
-  std::printf("%s: %.0f of %.0f games won against local-1t (rollouts per move %.0f against %.0f)", variant.c_str(), wins, games, t.per_search(0),
-              t.per_search(1));
+  std::printf("%s: %.0f of %.0f games won against %s (rollouts per move %.0f against %.0f)", variant.c_str(), wins, games, opponent,
+              t.per_search(0), t.per_search(1));
   if (r.wins.size() > 1) {
     std::printf("; by round:");
     for (double w : r.wins) std::printf(" %.3f", w / r.games_per_round);
@@ -143,7 +143,7 @@ void reference_rows(const MatchOptions& o, mcts::SearchConfig cfg, std::vector<R
 
 void match_rows(Runtime& rt, objects::Context& ctx, mcts::TreePolicy p, mcts::SearchConfig cfg, const MatchOptions& o, std::vector<Row>& rows) {
   const Hex g(o.board);
-  const std::string v = std::string(mcts::name(p)) + "-np" + std::to_string(rt.size()) + "-t" + std::to_string(rt.threads_per_process());
+  const std::string v = mcts::variant_name(p, cfg) + "-np" + std::to_string(rt.size()) + "-t" + std::to_string(rt.threads_per_process());
   cfg.threads = rt.threads_per_process();
   mcts::SearchConfig one = cfg;
   one.threads = 1;
@@ -169,11 +169,32 @@ void match_rows(Runtime& rt, objects::Context& ctx, mcts::TreePolicy p, mcts::Se
   }
 }
 
+void owners_match_rows(Runtime& rt, objects::Context& ctx, mcts::SearchConfig cfg, const MatchOptions& o, std::vector<Row>& rows) {
+  const Hex g(o.board);
+  cfg.threads = rt.threads_per_process();
+  mcts::SearchConfig random = cfg, hashed = cfg;
+  random.owner = mcts::OwnerProtocol::RandomAtExpansion, hashed.owner = mcts::OwnerProtocol::PathHash;
+  hashed.seed = cfg.seed + 7777;
+  const std::string v = "owner-invoked-random-np" + std::to_string(rt.size()) + "-t" + std::to_string(cfg.threads) + "@vs-path-hash-equal-time";
+  auto side0 = mcts::make_search(mcts::TreePolicy::OwnerInvoked, g, random, &ctx, &rt);
+  auto side1 = mcts::make_search(mcts::TreePolicy::OwnerInvoked, g, hashed, &ctx, &rt);
+  const mcts::Budget budget{0, o.seconds};
+  Tally t;
+  // Both sides search on every process (collective searches); everyone plays rank 0's move.
+  auto move = [&](int side, const Hex::State& s) {
+    const mcts::SearchResult r = (side == 0 ? side0 : side1)->run(s, budget);
+    t.add(side, r);
+    return rt.bootstrap().allgather_value(r.best)[0];
+  };
+  const Rounds r = play_rounds(g, o, move);
+  if (rt.rank() == 0) add_result(v, o.board, r, t, rows, "owner-invoked (path-hash)");
+}
+
 void print_match_table(const std::vector<Row>& rows) {
   bool header = false;
   for (const Row& r : rows) {
     if (r.metric != "win_rate") continue;
-    if (!header) std::printf("\n%-40s %8s %16s %6s\n", "match against local-1t", "win rate", "95% interval", "games"), header = true;
+    if (!header) std::printf("\n%-40s %8s %16s %6s\n", "match (against local-1t unless named)", "win rate", "95% interval", "games"), header = true;
     double lo = 0, hi = 0, games = 0;
     for (const Row& q : rows)
       if (q.variant == r.variant) {

@@ -36,6 +36,10 @@ std::pair<double, double> wilson(double wins, double n);
 // alone) — what twice the rollouts, or twice the time, is worth at these budgets.
 void reference_rows(const MatchOptions& o, mcts::SearchConfig cfg, std::vector<Row>& rows);
 void match_rows(Runtime& rt, objects::Context& ctx, mcts::TreePolicy p, mcts::SearchConfig cfg, const MatchOptions& o, std::vector<Row>& rows);
+// Collective: owner-invoked under random-at-expansion (side 0) against owner-invoked under
+// path-hash at equal time per move, both searched by every process. Rows: variant
+// `owner-invoked-random-np<P>-t<T>@vs-path-hash-equal-time`, the metrics above.
+void owners_match_rows(Runtime& rt, objects::Context& ctx, mcts::SearchConfig cfg, const MatchOptions& o, std::vector<Row>& rows);
 void print_match_table(const std::vector<Row>& rows);
 
 }  // namespace loom::bench

@@ -7,6 +7,9 @@ namespace loom::invoke {
 Aggregator::Aggregator(Config cfg) : inv_(Invoker::current()), cfg_(cfg) {
   if (cfg_.flush_bytes < 64) fail("Aggregator: flush size ", cfg_.flush_bytes, " is below 64 bytes");
   overflow_.resize(static_cast<size_t>(inv_.total_threads()));
+  kept_.resize(overflow_.size(), 0);
+  peak_kept_.resize(overflow_.size(), 0);
+  called_.resize(overflow_.size(), 0);
   messengers_.resize(static_cast<size_t>(inv_.total_threads()), nullptr);
 }
 
@@ -25,11 +28,12 @@ Aggregator::~Aggregator() {
 
 bool Aggregator::submit(Thread dest, const FrameSpec& s, Synchronizer* transmitted) {
   Messenger& m = messenger(dest);
+  const size_t gid = static_cast<size_t>(inv_.gid(dest));
+  called_[gid] = 1;
   if (cfg_.mode == Mode::Trad) {
     if (!m.has_open_record()) touched_.push_back(&m);
     return m.call(s, OnFull::Retry, cfg_.flush_bytes, transmitted);
   }
-  size_t gid = static_cast<size_t>(inv_.gid(dest));
   auto& q = overflow_[gid];
   if (!q.empty()) drain_one(gid);
   if (q.empty() && !m.async_pending() && m.call(s, OnFull::Fail, 0, transmitted)) return true;
@@ -49,6 +53,8 @@ bool Aggregator::submit(Thread dest, const FrameSpec& s, Synchronizer* transmitt
   q.push_back(Queued{rec, len, transmitted});
   if (!noted_) inv_.messengers().note_keeping(this);
   exceeding_ += len;
+  kept_[gid] += len;
+  peak_kept_[gid] = std::max(peak_kept_[gid], kept_[gid]);
   ++exceeded_;
   return true;
 }
@@ -67,10 +73,16 @@ bool Aggregator::drain_one(size_t gid) {
     }
     if (c.transmitted) c.transmitted->transmitted();
     exceeding_ -= c.len;
+    kept_[gid] -= c.len;
     q.pop_front();
   }
   m.reclaim();
   return true;
+}
+
+void Aggregator::reset_peaks() {
+  std::fill(peak_kept_.begin(), peak_kept_.end(), 0);
+  std::fill(called_.begin(), called_.end(), 0);
 }
 
 void Aggregator::flush() {

@@ -57,6 +57,11 @@ class Aggregator {
   Mode mode() const { return cfg_.mode; }
   size_t exceeding_bytes() const { return exceeding_; }
   uint64_t exceeded_calls() const { return exceeded_; }
+  // Ovfl, since construction or reset_peaks(): the most bytes kept at once for one destination
+  // (global thread id), and the destinations called at all.
+  size_t peak_kept_bytes(int gid) const { return peak_kept_.at(static_cast<size_t>(gid)); }
+  bool called(int gid) const { return called_.at(static_cast<size_t>(gid)) != 0; }
+  void reset_peaks();
 
  private:
   struct Queued {
@@ -72,6 +77,8 @@ class Aggregator {
   std::vector<std::deque<Queued>> overflow_;  // by global thread id
   std::vector<Messenger*> touched_;           // messengers with an open record or exceeding calls
   std::vector<Messenger*> messengers_;        // this thread's, by global thread id (looked up once)
+  std::vector<size_t> kept_, peak_kept_;  // by global thread id: bytes kept now, the most at once
+  std::vector<uint8_t> called_;           // by global thread id
   size_t exceeding_ = 0;
   uint64_t exceeded_ = 0;
   bool noted_ = false;  // in this thread's MessengerGlobal's list of Aggregators keeping calls

@@ -12,8 +12,17 @@
 // own to another worker. Workers wait for calls by spinning and yielding, never sleeping, while
 // a search runs: a call is always on its way. The search is attached to the objects::Context,
 // and every call names it by its id there.
+//
+// Under `--owner random-at-expansion` (Seriema's own protocol) a node's owner is instead chosen
+// at random when an edge's child becomes a node: the parent's owner sends the chosen worker a
+// create-child call with the child's position, and that worker makes the node and tells the
+// parent's owner its id (which names the owner) by a call. Rollouts that select the edge
+// meanwhile wait at the parent (deferred selections) and go on to the child when the parent
+// learns of it. A leaf is evaluated by a thread of its owner's process chosen at random, through
+// that thread's simulation queue.
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -23,6 +32,7 @@
 
 #include "loom/dsm/common/backoff.hpp"
 #include "loom/invoke/aggregator.hpp"
+#include "loom/mcts_shared_tree/invoked_worker.hpp"
 #include "loom/mcts_shared_tree/local_tree.hpp"
 #include "loom/mcts_shared_tree/rollout_wire.hpp"
 #include "loom/mcts_shared_tree/search.hpp"
@@ -69,7 +79,7 @@ class InvokedSearch final : public Search<G> {
   SearchResult search(const State& position, Budget budget) override {
     const auto t0 = std::chrono::steady_clock::now();
     root_state_ = position;
-    root_id_ = g_.hash(position);
+    root_id_ = random_owners() ? 0 : g_.hash(position);  // random-at-expansion: worker 0's node 0
     epoch_ = ++searches_;
     for (auto& w : workers_) {
       const uint64_t seed = cfg_.seed * 131 + static_cast<uint64_t>(ctx_.rank()) * 17 + static_cast<uint64_t>(&w - &workers_[0]);
@@ -91,53 +101,9 @@ class InvokedSearch final : public Search<G> {
   }
 
  private:
-  // The vectors a rollout's step on a worker uses (its path, its results, the message it
-  // sends), kept from step to step.
-  struct Scratch {
-    std::vector<Step> path;
-    std::vector<std::pair<uint32_t, Result>> results;
-    std::vector<Result> batch, received;
-    std::vector<std::byte> msg;
-  };
-  // A worker's state lasts from search to search (its node memory, its Aggregator): a search
-  // starts by forgetting the last one's nodes, not by building the worker anew.
-  struct Worker {
-    void reset(uint64_t seed, int global_id) {
-      gid = global_id;
-      nodes.clear();
-      arena.rewind();
-      rng = Rng(seed);
-      rc = RolloutCounters{};
-      done = false;
-    }
-    std::unordered_map<uint64_t, uint8_t*> nodes;
-    Arena arena;
-    Rng rng{1};
-    std::unique_ptr<invoke::Aggregator> agg;
-    RolloutCounters rc;
-    int gid = 0;  // this worker's global id (the owner named in ids and paths)
-    std::vector<std::unique_ptr<Scratch>> scratch;  // by nesting depth (see StepScratch)
-    size_t level = 0;
-    bool done = false;  // this search's end reached this worker (its own thread's call)
-  };
-  // A step's scratch while it runs. Steps nest: outside a call (the root owner's starts), a
-  // call that finds its ring full runs this thread's incoming calls until there is room
-  // (invoke's Messenger), and those are steps too; each level has its own scratch.
-  class StepScratch {
-   public:
-    explicit StepScratch(Worker& w) : w_(w) {
-      if (w.level == w.scratch.size()) w.scratch.push_back(std::make_unique<Scratch>());
-      s_ = w.scratch[w.level++].get();
-    }
-    ~StepScratch() { --w_.level; }
-    StepScratch(const StepScratch&) = delete;
-    StepScratch& operator=(const StepScratch&) = delete;
-    Scratch& operator*() const { return *s_; }
-
-   private:
-    Worker& w_;
-    Scratch* s_;
-  };
+  using Scratch = invoked::Scratch;
+  using Worker = invoked::Worker;
+  using StepScratch = invoked::StepScratch;
 
   // Records (RDMA WRITEs of aggregated calls) this thread has sent so far.
   uint64_t records_sent() {
@@ -147,12 +113,29 @@ class InvokedSearch final : public Search<G> {
     return n;
   }
 
-  int gid_of(uint64_t id) const { return static_cast<int>(id % static_cast<uint64_t>(inv_.total_threads())); }
+  bool random_owners() const { return cfg_.owner == OwnerProtocol::RandomAtExpansion; }
+  // The owner of node `id`: under random-at-expansion its high bits, else its hash's residue.
+  int gid_of(uint64_t id) const {
+    return random_owners() ? static_cast<int>(id >> kOwnerShift) : static_cast<int>(id % static_cast<uint64_t>(inv_.total_threads()));
+  }
   Worker& me() { return *workers_[static_cast<size_t>(inv_.self().index)]; }
   Worker& aggregated() {
     Worker& w = me();
-    if (!w.agg) w.agg = std::make_unique<invoke::Aggregator>();
+    if (!w.agg) {
+      invoke::Aggregator::Config c;
+      c.mode = cfg_.aggregation == Aggregation::Ovfl ? invoke::Mode::Ovfl : invoke::Mode::Trad;
+      w.agg = std::make_unique<invoke::Aggregator>(c);
+    }
     return w;
+  }
+  // The Aggregator's figures for this search (its peaks reset when the worker began it).
+  void count_aggregation(Worker& w, uint64_t kept_before) {
+    w.rc.kept_calls = w.agg->exceeded_calls() - kept_before;
+    for (int g = 0; g < inv_.total_threads(); ++g) {
+      if (!w.agg->called(g)) continue;
+      ++w.rc.pairs_called;
+      if (w.agg->peak_kept_bytes(g) > 4096) ++w.rc.pairs_kept_over_4k;
+    }
   }
 
   uint8_t* node_at(Worker& w, uint64_t id, const State& s) {
@@ -170,7 +153,8 @@ class InvokedSearch final : public Search<G> {
   // then waits for the last, and tells every worker the search is over.
   void drive(Budget b) {
     Worker& w = aggregated();
-    const uint64_t records = records_sent();
+    const uint64_t records = records_sent(), kept = w.agg->exceeded_calls();
+    w.agg->reset_peaks();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(b.seconds > 0 ? b.seconds : 1e9);
     uint64_t started = 0;
     // A short search keeps fewer travelling (a 256th of the rollouts its budget stands for,
@@ -212,6 +196,7 @@ class InvokedSearch final : public Search<G> {
       // (a call made inside a call queues rather than waits), which poll() left queued: with
       // small rings (LOOM_INVOKE_CHUNK_SIZE=4K, LOOM_INVOKE_MAX_CHUNKS=2) a search hung.
       worked |= inv_.progress() > 0;
+      worked |= run_simulations(w);
       w.agg->flush();
       if (worked) backoff.reset();
       else backoff.pause();
@@ -222,23 +207,27 @@ class InvokedSearch final : public Search<G> {
       });
     w.agg->flush();
     w.rc.messages = records_sent() - records;
+    count_aggregation(w, kept);
   }
 
   void serve(int index) {
     (void)index;
     Worker& w = aggregated();
-    const uint64_t records = records_sent();
+    const uint64_t records = records_sent(), kept = w.agg->exceeded_calls();
+    w.agg->reset_peaks();
     wait::Backoff backoff(kYields);
     // Each worker waits for its own end-of-search call: with a flag per process, a worker that
     // saw another's call left its own in its channel, and it ended the next search at once
     // (the rollouts sent to that worker then never came back: two threads per process hung).
     while (!w.done) {
       const int n = inv_.progress();  // as in drive(): the calls queued for a full ring go too
+      const bool simulated = run_simulations(w);
       w.agg->flush();
-      if (n > 0) backoff.reset();
+      if (n > 0 || simulated) backoff.reset();
       else backoff.pause();
     }
     w.rc.messages = records_sent() - records;
+    count_aggregation(w, kept);
   }
 
   // At node `id` (this worker's): select an edge with virtual loss; go on here, at the child's
@@ -246,11 +235,14 @@ class InvokedSearch final : public Search<G> {
   void descend(Worker& w, Scratch& sc, uint64_t id, State s) {
     std::vector<Step>& path = sc.path;
     for (;;) {
-      uint8_t* node = node_at(w, id, s);
+      // Under random-at-expansion a node exists before a rollout can name it (its creation
+      // told its parent); only the root is made on the first visit.
+      uint8_t* node = random_owners() && (id != root_id_ || w.gid != 0) ? find_node(w, id) : node_at(w, id, s);
+      if (node == nullptr) return;  // no node of this search here (an id from the wire)
       const int n = static_cast<int>(NodeLayout::edges(node));
       uint64_t* st = NodeLayout::stats(node);
       const int i = n == 0 ? -1 : select_edge(n, [&](int e) { return EdgeStats::of(st[e]); }, cfg_.exploration, w.rng);
-      if (i < 0) return evaluate_and_report(w, sc, s);
+      if (i < 0) return evaluate_here_or_queue(w, sc, s);
       w.rc.edges_read += static_cast<uint64_t>(n);
       const uint32_t k = cfg_.playouts, vl = cfg_.virtual_loss * k;
       if (NodeLayout::in_flight(node)[i]++ != 0) ++w.rc.vl_collisions;
@@ -263,10 +255,11 @@ class InvokedSearch final : public Search<G> {
         // The root's owner selects at the root for every rollout: while fewer than half the
         // rollouts it may keep travelling are out, the others are short of work, and a leaf of
         // its own is evaluated by one of them.
-        if (w.gid == 0 && inv_.total_threads() > 1 && in_flight_ * 2 < travelling_) return forward_evaluation(w, sc, s);
-        return evaluate_and_report(w, sc, s);
+        if (!random_owners() && w.gid == 0 && inv_.total_threads() > 1 && in_flight_ * 2 < travelling_) return forward_evaluation(w, sc, s);
+        return evaluate_here_or_queue(w, sc, s);
       }
-      const uint64_t child = invoked::child_id(id, move);
+      const uint64_t child = random_owners() ? child_or_defer(w, sc, node, id, i, s) : invoked::child_id(id, move);
+      if (child == 0) return;  // deferred at this node until its child exists
       if (gid_of(child) != w.gid) return forward(w, sc, child, s);
       id = child;
     }
@@ -274,9 +267,12 @@ class InvokedSearch final : public Search<G> {
 
   // A rollout on the wire (rollout_wire.hpp), in sc.msg.
   void pack_rollout(Worker& w, Scratch& sc, uint64_t node, const State& s) {
-    invoked::pack_rollout(sc.msg, Header{id_, epoch_, node, static_cast<uint32_t>(sc.path.size()), 0}, s, std::span<const Step>(sc.path));
+    pack_rollout_into(sc.msg, sc, node, s);
     ++w.rc.remote_calls;
     w.rc.bytes += sc.msg.size();
+  }
+  void pack_rollout_into(std::vector<std::byte>& msg, const Scratch& sc, uint64_t node, const State& s) const {
+    invoked::pack_rollout(msg, Header{id_, epoch_, node, static_cast<uint32_t>(sc.path.size()), 0}, s, std::span<const Step>(sc.path));
   }
   // False for a message that is not a whole, valid rollout of this search.
   bool unpack_rollout(std::span<std::byte> b, Header& h, State& s, std::vector<Step>& path) const {
@@ -294,6 +290,103 @@ class InvokedSearch final : public Search<G> {
     Worker& w = aggregated();
     const StepScratch sc(w);
     if (unpack_rollout(b, h, s, (*sc).path)) descend(w, *sc, h.node, s);
+  }
+
+  // random-at-expansion (the class comment): ids are [owner | count at the owner].
+  static constexpr int kOwnerShift = 40;
+  static constexpr uint64_t kCreating = ~uint64_t{0};  // a child slot while its create-child call is out
+
+  static uint8_t* find_node(Worker& w, uint64_t id) {
+    const auto it = w.nodes.find(id);
+    return it == w.nodes.end() ? nullptr : it->second;
+  }
+  uint64_t create_node(Worker& w, const State& s) {
+    const uint64_t id = static_cast<uint64_t>(w.gid) << kOwnerShift | ++w.created;
+    node_at(w, id, s);
+    return id;
+  }
+
+  // Edge i's child of node `id` (this worker's), the rollout at `s` below it; 0 when the rollout
+  // waits here for the child instead: the first to find no child picks its owner at random (this
+  // worker makes it at once), the rest wait for the create-child call's answer.
+  uint64_t child_or_defer(Worker& w, Scratch& sc, uint8_t* node, uint64_t id, int i, const State& s) {
+    uint64_t& child = NodeLayout::children(node)[i];
+    if (child != 0 && child != kCreating) return child;
+    if (child == 0) {
+      const int owner = static_cast<int>(w.rng.below(static_cast<uint32_t>(inv_.total_threads())));
+      if (owner == w.gid) return child = create_node(w, s);
+      child = kCreating;
+      invoked::pack_create(sc.msg, invoked::CreateHeader{id_, epoch_, id, static_cast<uint32_t>(w.gid), static_cast<uint16_t>(i), 0}, s);
+      w.agg->call_buffer(inv_.thread_of(owner), [](std::span<std::byte> b) { deliver<&InvokedSearch::on_create>(b); }, sc.msg);
+      ++w.rc.creations, ++w.rc.remote_calls;
+      w.rc.bytes += sc.msg.size();
+    }
+    ++w.rc.deferred;
+    auto& waiting = w.deferred[{id, static_cast<uint16_t>(i)}];
+    waiting.emplace_back();
+    pack_rollout_into(waiting.back(), sc, 0, s);
+    return 0;
+  }
+
+  void on_create(std::span<std::byte> b) {
+    invoked::CreateHeader h;
+    State s;
+    Worker& w = aggregated();
+    if (!invoked::unpack_create(g_, b, wire_check(), h, s)) return;
+    const uint64_t child = create_node(w, s);
+    w.agg->call(inv_.thread_of(static_cast<int>(h.parent_owner)), [obj = id_, epoch = h.epoch, parent = h.parent, edge = h.edge, child] {
+      if (const auto p = objects::Context::try_pin<InvokedSearch>(obj); p.get() != nullptr) p.get()->on_created(epoch, parent, edge, child);
+    });
+  }
+
+  // The parent learns its child: the slot takes the child's id, and the rollouts deferred at
+  // the edge go on there (here, or by call at the child's owner).
+  void on_created(uint32_t epoch, uint64_t parent, uint16_t edge, uint64_t child) {
+    Worker& w = aggregated();
+    uint8_t* node = find_node(w, parent);
+    const bool made = (child & ((uint64_t{1} << kOwnerShift) - 1)) != 0 && gid_of(child) < inv_.total_threads();  // a count, an owner
+    if (epoch != epoch_ || node == nullptr || edge >= NodeLayout::edges(node) || !made) return;
+    if (NodeLayout::children(node)[edge] != kCreating) return;  // not a creation this worker asked for
+    NodeLayout::children(node)[edge] = child;
+    const auto it = w.deferred.find({parent, edge});
+    if (it == w.deferred.end()) return;
+    std::vector<std::vector<std::byte>> waiting = std::move(it->second);
+    w.deferred.erase(it);
+    for (std::vector<std::byte>& msg : waiting) {
+      std::memcpy(msg.data() + offsetof(Header, node), &child, sizeof child);
+      if (gid_of(child) != w.gid) {
+        ++w.rc.remote_calls, w.rc.bytes += msg.size();
+        w.agg->call_buffer(inv_.thread_of(gid_of(child)), [](std::span<std::byte> b) { deliver<&InvokedSearch::on_descend>(b); }, msg);
+        continue;
+      }
+      Header h;
+      State s;
+      const StepScratch sc(w);
+      if (unpack_rollout(msg, h, s, (*sc).path)) descend(w, *sc, child, s);
+    }
+  }
+
+  // A leaf's evaluation: here, or under random-at-expansion by a thread of this process chosen
+  // at random (pushed to its simulation queue).
+  void evaluate_here_or_queue(Worker& w, Scratch& sc, const State& s) {
+    const int local = inv_.threads();
+    const int t = random_owners() && local > 1 ? static_cast<int>(w.rng.below(static_cast<uint32_t>(local))) : inv_.self().index;
+    if (t == inv_.self().index) return evaluate_and_report(w, sc, s);
+    std::vector<std::byte> msg;
+    pack_rollout_into(msg, sc, 0, s);
+    workers_[static_cast<size_t>(t)]->simulations.push(std::move(msg));
+  }
+  // Evaluates the leaves queued for this thread; whether there were any.
+  bool run_simulations(Worker& w) {
+    bool any = false;
+    for (std::vector<std::byte> msg; w.simulations.try_pop(msg);) {
+      any = true;
+      Header h;
+      State s;
+      const StepScratch sc(w);
+      if (unpack_rollout(msg, h, s, (*sc).path)) evaluate_and_report(w, *sc, s);
+    }
+    return any;
   }
 
   // A leaf's evaluation at another worker, chosen at random (its results come back by call).

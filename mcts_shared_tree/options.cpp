@@ -30,7 +30,7 @@ double number_in(const std::string& flag, const std::string& v, double lo, doubl
 bool take_search_flag(int argc, char** argv, int& i, SearchFlags& f) {
   const std::string a = argv[i];
   static constexpr std::string_view kFlags[] = {"--policy", "--board", "--rollouts", "--seconds", "--K", "--exploration", "--expand-at",
-                                                "--virtual-loss", "--in-flight", "--sync-every", "--seed"};
+                                                "--virtual-loss", "--in-flight", "--owner", "--aggregation", "--sync-every", "--seed"};
   bool known = false;
   for (std::string_view k : kFlags) known |= a == k;
   if (!known) return false;
@@ -46,6 +46,8 @@ bool take_search_flag(int argc, char** argv, int& i, SearchFlags& f) {
   else if (a == "--expand-at") c.expand_at = static_cast<uint32_t>(int_in(a, v, 1, 1 << 20));
   else if (a == "--virtual-loss") c.virtual_loss = static_cast<uint32_t>(int_in(a, v, 0, 64));
   else if (a == "--in-flight") c.in_flight = static_cast<uint32_t>(int_in(a, v, 1, 4096));
+  else if (a == "--owner") c.owner = parse_owner_protocol(v);
+  else if (a == "--aggregation") c.aggregation = parse_aggregation(v);
   else if (a == "--sync-every") c.sync_every = static_cast<uint32_t>(int_in(a, v, 1, 1 << 24));
   else c.seed = static_cast<uint64_t>(int_in(a, v, 0, INT64_MAX));
   return true;
@@ -61,6 +63,8 @@ std::string search_flags_usage() {
          "  --expand-at N       rollouts through an edge before its child becomes a node (default 2)\n"
          "  --virtual-loss N    rollouts counted lost below a rollout in flight (default 1)\n"
          "  --in-flight N       owner-invoked: rollouts in flight per worker (default 64)\n"
+         "  --owner O           owner-invoked: path-hash | random-at-expansion (default path-hash)\n"
+         "  --aggregation A     owner-invoked: trad | ovfl (default trad)\n"
          "  --sync-every N      cached-shared: rollouts between publications (default 8192)\n"
          "  --seed S            random seed (default 1)\n"
          "Worker threads per process: loomrun --threads T.\n";

@@ -4,6 +4,7 @@
 //   --policy local|owner-invoked|cached-shared|root   --board N (3..19)
 //   --rollouts N | --seconds S       the budget of one search
 //   --K K  --exploration C  --expand-at N  --virtual-loss N  --in-flight N  --sync-every N
+//   --owner path-hash|random-at-expansion  --aggregation trad|ovfl
 //   --seed S
 //
 // Worker threads per process are the runtime's (loomrun --threads T).

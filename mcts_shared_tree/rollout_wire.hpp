@@ -3,6 +3,7 @@
 //
 //   rollout: [RolloutHeader][State][Step x depth]   (a rollout travelling down, or to evaluate)
 //   results: [object | epoch][Result x n]            (each path owner's edges, after evaluation)
+//   create:  [CreateHeader][State]                    (random-at-expansion: a child to create)
 //
 // Both begin with the search object's id at the objects::Context (a call finds its object by
 // it); the epoch (one per search) keeps a call that arrives after its search ended out of the
@@ -40,6 +41,17 @@ struct RolloutHeader {
   uint64_t node;   // where the rollout goes on (0 for an evaluation)
   uint32_t depth;  // steps that follow the state
   uint32_t pad;
+};
+
+// random-at-expansion: the parent's edge whose child the receiver creates (and then tells the
+// parent's owner of), and the child's position after the State that follows.
+struct CreateHeader {
+  uint32_t object;
+  uint32_t epoch;
+  uint64_t parent;        // the parent node's id (at parent_owner)
+  uint32_t parent_owner;  // a worker thread's global id
+  uint16_t edge;
+  uint16_t pad;
 };
 
 // The deepest path a rollout may carry (a Hex game on 19x19 has at most 361 moves).
@@ -95,6 +107,23 @@ inline bool unpack_results(std::span<const std::byte> b, WireCheck c, std::vecto
   for (const Result& r : out)
     if (r.root > 1) return false;
   return true;
+}
+
+template <typename State>
+void pack_create(std::vector<std::byte>& msg, const CreateHeader& h, const State& s) {
+  msg.resize(sizeof h + sizeof s);
+  std::memcpy(msg.data(), &h, sizeof h);
+  std::memcpy(msg.data() + sizeof h, &s, sizeof s);
+}
+
+// False for bytes that are not a whole, valid create message of the search `c` describes.
+template <typename G>
+bool unpack_create(const G& g, std::span<const std::byte> b, WireCheck c, CreateHeader& h, typename G::State& s) {
+  if (b.size() != sizeof h + sizeof s) return false;
+  std::memcpy(&h, b.data(), sizeof h);
+  if (h.epoch != c.epoch || h.parent_owner >= c.threads) return false;
+  std::memcpy(&s, b.data() + sizeof h, sizeof s);
+  return g.valid(s);
 }
 
 // The search object's id a message begins with (both kinds), if it has one.

@@ -24,6 +24,29 @@ TreePolicy parse_tree_policy(std::string_view s) {
   fail("mcts: unknown tree policy '", std::string(s), "' (local, owner-invoked, cached-shared, root)");
 }
 
+std::string_view name(Aggregation a) { return a == Aggregation::Trad ? "trad" : "ovfl"; }
+
+Aggregation parse_aggregation(std::string_view s) {
+  for (Aggregation a : {Aggregation::Trad, Aggregation::Ovfl})
+    if (s == name(a)) return a;
+  fail("mcts: unknown aggregation '", std::string(s), "' (trad, ovfl)");
+}
+
+std::string_view name(OwnerProtocol o) { return o == OwnerProtocol::PathHash ? "path-hash" : "random-at-expansion"; }
+
+OwnerProtocol parse_owner_protocol(std::string_view s) {
+  for (OwnerProtocol o : {OwnerProtocol::PathHash, OwnerProtocol::RandomAtExpansion})
+    if (s == name(o)) return o;
+  fail("mcts: unknown owner protocol '", std::string(s), "' (path-hash, random-at-expansion)");
+}
+
+std::string variant_name(TreePolicy p, const SearchConfig& cfg) {
+  std::string v(name(p));
+  if (p == TreePolicy::OwnerInvoked && cfg.owner == OwnerProtocol::RandomAtExpansion) v += "-random";
+  if (p == TreePolicy::OwnerInvoked && cfg.aggregation == Aggregation::Ovfl) v += "-ovfl";
+  return v;
+}
+
 void RolloutCounters::add(const RolloutCounters& o) {
   rollouts += o.rollouts, playouts += o.playouts, depth_sum += o.depth_sum;
   max_depth = std::max(max_depth, o.max_depth);
@@ -31,6 +54,8 @@ void RolloutCounters::add(const RolloutCounters& o) {
   misses += o.misses, invalidations += o.invalidations, vl_collisions += o.vl_collisions;
   edges_read += o.edges_read, bytes_fetched += o.bytes_fetched, released_blocks += o.released_blocks;
   worker_cpu_ns += o.worker_cpu_ns, edges_summed += o.edges_summed;
+  deferred += o.deferred, creations += o.creations;
+  kept_calls += o.kept_calls, pairs_called += o.pairs_called, pairs_kept_over_4k += o.pairs_kept_over_4k;
 }
 
 // Built with -fno-math-errno (CMakeLists.txt): the square roots and divisions vectorize.

@@ -23,6 +23,15 @@ enum class TreePolicy : uint8_t { Local, OwnerInvoked, CachedShared, Root };
 // "local", "owner-invoked", "cached-shared", "root"
 std::string_view name(TreePolicy p);
 TreePolicy parse_tree_policy(std::string_view s);
+// "path-hash", "random-at-expansion"
+std::string_view name(OwnerProtocol o);
+OwnerProtocol parse_owner_protocol(std::string_view s);
+// "trad", "ovfl"
+std::string_view name(Aggregation a);
+Aggregation parse_aggregation(std::string_view s);
+// A policy's name in benchmark rows: name(p); owner-invoked under random-at-expansion
+// "owner-invoked-random", with ovfl aggregation "-ovfl" after.
+std::string variant_name(TreePolicy p, const SearchConfig& cfg);
 
 struct RootEdge {
   uint16_t move;

@@ -16,6 +16,15 @@
 
 namespace loom::mcts {
 
+// How the owner-invoked tree places a node (docs/mcts.md, "owner-invoked"): at the worker its
+// path's hash names (ids computed by everyone, no call to create a node), or at a worker chosen
+// at random when the node is expanded (Seriema's protocol: a create-child call, the parent
+// notified of the child, selections deferred at the parent meanwhile).
+enum class OwnerProtocol : uint8_t { PathHash, RandomAtExpansion };
+// The owner-invoked tree's Aggregators (invoke::Aggregator's modes, seed 000 §4.4.2): calls
+// batched into 4 KiB records (trad), or sent one by one and kept only while a ring is full (ovfl).
+enum class Aggregation : uint8_t { Trad, Ovfl };
+
 struct SearchConfig {
   double exploration = 0.4;   // UCT's constant c (win rates in [0, 1])
   uint32_t playouts = 16;     // K random playouts per leaf
@@ -23,6 +32,8 @@ struct SearchConfig {
   uint32_t virtual_loss = 1;  // rollouts counted lost on an edge while a rollout is below it
   int threads = 1;            // workers per process
   uint32_t in_flight = 64;    // rollouts in flight per worker of the job (owner-invoked)
+  OwnerProtocol owner = OwnerProtocol::PathHash;  // owner-invoked
+  Aggregation aggregation = Aggregation::Trad;     // owner-invoked
   uint32_t sync_every = 8192;      // rollouts between a process's publications (cached-shared)
   size_t region_block = 64 << 10;  // the tree region's block size (cached-shared)
   uint64_t seed = 1;
@@ -79,6 +90,10 @@ struct RolloutCounters {
   uint64_t bytes_fetched = 0, released_blocks = 0;  // cached-shared: block data fetched, blocks released
   uint64_t edges_summed = 0;  // cached-shared: edges whose other processes' words were summed (once a node and synchronization)
   uint64_t worker_cpu_ns = 0;  // the search's worker threads' CPU time
+  uint64_t creations = 0, deferred = 0;  // owner-invoked random-at-expansion: create-child calls, selections deferred
+  // owner-invoked: calls an ovfl Aggregator kept (its ring full); (worker, destination) pairs
+  // called, and those whose kept calls once held more than one 4 KiB record's worth
+  uint64_t kept_calls = 0, pairs_called = 0, pairs_kept_over_4k = 0;
   void add(const RolloutCounters& o);
 };
 

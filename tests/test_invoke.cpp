@@ -590,13 +590,23 @@ TEST(Invoke, KeptCallsGoOutFromAnyWaitOfTheirThread) {
     ++made;
     agg->flush();  // the ring is still full: the calls stay kept
     EXPECT_GT(agg->exceeding_bytes(), 0u);
+    // The peak kept for the destination is what is kept now (nothing went out yet), and only
+    // the destination was called.
+    const int to = inv.gid(dest);
+    EXPECT_EQ(agg->peak_kept_bytes(to), agg->exceeding_bytes());
+    for (int g = 0; g < Invoker::current().total_threads(); ++g) EXPECT_EQ(agg->called(g), g == to) << g;
   }
   // The receivers start polling once they know how many calls come.
   uint64_t n = made;
   auto all = rt().bootstrap().allgather(std::as_bytes(std::span(&n, 1)));
   if (sender) {
+    const size_t peak = agg->peak_kept_bytes(inv.gid(dest));
     done.wait();
     EXPECT_EQ(agg->exceeding_bytes(), 0u);
+    EXPECT_EQ(agg->peak_kept_bytes(inv.gid(dest)), peak) << "a peak stays once the calls went";
+    agg->reset_peaks();
+    EXPECT_EQ(agg->peak_kept_bytes(inv.gid(dest)), 0u);
+    EXPECT_FALSE(agg->called(inv.gid(dest)));
   } else {
     uint64_t expected;
     std::memcpy(&expected, all[static_cast<size_t>(dest.rank)].data(), 8);

@@ -25,7 +25,14 @@ using loom::test::rt;
 
 namespace {
 
-class Mcts : public ::testing::TestWithParam<TreePolicy> {
+// A tree policy, and for owner-invoked the owner protocol too.
+struct Variant {
+  TreePolicy policy;
+  loom::mcts::OwnerProtocol owner = loom::mcts::OwnerProtocol::PathHash;
+  loom::mcts::Aggregation aggregation = loom::mcts::Aggregation::Trad;
+};
+
+class Mcts : public ::testing::TestWithParam<Variant> {
  protected:
   static void SetUpTestSuite() { ctx_ = new loom::objects::Context(rt()); }
   static void TearDownTestSuite() {
@@ -38,9 +45,11 @@ class Mcts : public ::testing::TestWithParam<TreePolicy> {
     cfg.seed = seed;
     cfg.exploration = exploration;
     cfg.threads = rt().threads_per_process();
-    return loom::mcts::make_search(GetParam(), g, cfg, ctx_, &rt());
+    cfg.owner = GetParam().owner;
+    cfg.aggregation = GetParam().aggregation;
+    return loom::mcts::make_search(GetParam().policy, g, cfg, ctx_, &rt());
   }
-  bool runs_here() const { return GetParam() != TreePolicy::Local || rt().rank() == 0; }
+  bool runs_here() const { return GetParam().policy != TreePolicy::Local || rt().rank() == 0; }
   // Seeds 1..20 from `position`: how many chose a move of `good`. The quality tests ask for 19
   // of 20 (20 of 20 for an immediate win): 700 runs of the openings and saving-move checks
   // (14,000 searches over the four policies, at 2 processes) chose a good move every time, so a
@@ -190,7 +199,9 @@ TEST_P(Mcts, TwoSearchesAliveAtOnceEachSearch) {
 // order and `genmove` moves the colour it names: a position with more stones of one colour.
 TEST_P(Mcts, TheEngineAnswersAScriptedSession) {
   loom::mcts::EngineOptions o;
-  o.policy = GetParam();
+  o.policy = GetParam().policy;
+  o.search.owner = GetParam().owner;
+  o.search.aggregation = GetParam().aggregation;
   o.board = 5;
   o.budget = Budget{500, 0};
   o.quiet = true;
@@ -270,10 +281,45 @@ TEST_P(Mcts, AnUnequalPositionIsSearchedForTheColourNamed) {
   ctx_->process_barrier();
 }
 
+// Owner-invoked's two owner protocols do what they name: path-hash owners make nodes where
+// rollouts reach them (no create-child call, nothing deferred); under random-at-expansion every
+// child a worker of another thread is to own is asked for by a create-child call, and the
+// rollout that asked waits at the parent (deferred) until the answer, as may others. The search
+// ending at all says every deferred rollout went on.
+TEST_P(Mcts, OwnersAreMadeAsTheOwnerProtocolSays) {
+  if (GetParam().policy != TreePolicy::OwnerInvoked) GTEST_SKIP() << "owner-invoked only";
+  const Hex g(7);
+  auto s = search(g, 5);
+  const auto r = s->run(g.initial(), Budget{3000, 0});
+  const auto& c = r.counters;
+  EXPECT_EQ(c.rollouts, 3000u);
+  // Every worker calls someone (the end of the search at least); a trad Aggregator keeps nothing.
+  EXPECT_GE(c.pairs_called, static_cast<uint64_t>(rt().size() * rt().threads_per_process() - 1));
+  if (GetParam().aggregation == loom::mcts::Aggregation::Trad) {
+    EXPECT_EQ(c.kept_calls, 0u);
+  }
+  EXPECT_LE(c.pairs_kept_over_4k, c.pairs_called);
+  if (GetParam().owner == loom::mcts::OwnerProtocol::PathHash || rt().size() * rt().threads_per_process() == 1) {
+    EXPECT_EQ(c.creations, 0u);
+    EXPECT_EQ(c.deferred, 0u);
+  } else {
+    EXPECT_GT(c.creations, 10u);
+    EXPECT_GE(c.deferred, c.creations) << "the rollout that asks for a child waits for it";
+    EXPECT_GT(c.remote_calls, c.creations);
+  }
+  ctx_->process_barrier();
+}
+
 INSTANTIATE_TEST_SUITE_P(Policies, Mcts,
-                         ::testing::Values(TreePolicy::Local, TreePolicy::OwnerInvoked, TreePolicy::CachedShared, TreePolicy::Root),
+                         ::testing::Values(Variant{TreePolicy::Local}, Variant{TreePolicy::OwnerInvoked},
+                                           Variant{TreePolicy::OwnerInvoked, loom::mcts::OwnerProtocol::RandomAtExpansion},
+                                           Variant{TreePolicy::OwnerInvoked, loom::mcts::OwnerProtocol::PathHash, loom::mcts::Aggregation::Ovfl},
+                                           Variant{TreePolicy::CachedShared}, Variant{TreePolicy::Root}),
                          [](const auto& info) {
-                           std::string n(loom::mcts::name(info.param));
+                           SearchConfig cfg;
+                           cfg.owner = info.param.owner;
+                           cfg.aggregation = info.param.aggregation;
+                           std::string n = loom::mcts::variant_name(info.param.policy, cfg);
                            for (char& ch : n)
                              if (ch == '-') ch = '_';
                            return n;

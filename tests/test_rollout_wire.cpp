@@ -114,6 +114,32 @@ TEST(RolloutWire, ResultsAreParsedBackAndRefusedWhenNotWhole) {
   EXPECT_FALSE(object_of(std::span<const std::byte>(msg.data(), 3), id));
 }
 
+TEST(RolloutWire, ACreateMessageIsParsedBackAndRefusedWhenNotWholeOrValid) {
+  Hex g(5);
+  std::vector<std::byte> msg;
+  pack_create(msg, CreateHeader{2, kCheck.epoch, uint64_t{3} << 40 | 17, 3, 11, 0}, some_position(g));
+  CreateHeader h{};
+  Hex::State s{};
+  const auto ok = [&](const std::vector<std::byte>& m, WireCheck c = kCheck) { return unpack_create(g, std::span<const std::byte>(m), c, h, s); };
+  ASSERT_TRUE(ok(msg));
+  EXPECT_EQ(h.parent, uint64_t{3} << 40 | 17);
+  EXPECT_EQ(h.parent_owner, 3u);
+  EXPECT_EQ(h.edge, 11u);
+  EXPECT_EQ(g.hash(s), g.hash(some_position(g)));
+  uint32_t id = 0;
+  ASSERT_TRUE(object_of(std::span<const std::byte>(msg), id));
+  EXPECT_EQ(id, 2u);
+  EXPECT_FALSE(ok(msg, WireCheck{8, 4})) << "another epoch";
+  EXPECT_FALSE(ok(msg, WireCheck{7, 3})) << "a parent's owner beyond the job's threads";
+  EXPECT_FALSE(ok(std::vector<std::byte>(msg.begin(), msg.end() - 1))) << "a byte short";
+  auto longer = msg;
+  longer.push_back(std::byte{0});
+  EXPECT_FALSE(ok(longer)) << "a byte over";
+  auto bad = msg;
+  bad[sizeof(CreateHeader) + offsetof(Hex::State, mover)] = std::byte{9};
+  EXPECT_FALSE(ok(bad)) << "a position the game refuses";
+}
+
 TEST(Hex, AStateIsValidOnlyOnItsOwnBoard) {
   Hex g(5), h(6);
   Hex::State s = some_position(g);
