@@ -1,7 +1,10 @@
 // bench_objects: distributed objects under every policy (docs/objects.md; bench/README.md).
 //  * global pointers' 8-byte operations beside the same fabric operation posted by hand;
 //  * seed 001 Table I's components measured on this fabric (the cost model's inputs): get, put,
-//    fad, cas, atomic-read, cas-contended, rpc-rtt, and an owner-invoked call one at a time (write mode);
+//    fad, cas, atomic-read, cas-contended, cas-persistent, fad-single, rpc-rtt, and an owner-invoked
+//    call one at a time (write mode);
+//  * seed 001's contended queue: every process pushing into one queue at once, one-sided, beside
+//    the model with the contended components (bench/objects_contended.hpp);
 //  * every container operation x policy x level, one at a time and batched, beside the model;
 //  * the mixed workload (90% find) under every policy and Auto; the model's picks;
 //  * seed 001's Figure 6: queue push latency as the processes compute between pushes, one-sided,
@@ -16,6 +19,7 @@
 
 #include "bench/bench_common.hpp"
 #include "bench/objects_containers.hpp"
+#include "bench/objects_contended.hpp"
 #include "bench/objects_fig6.hpp"
 #include "bench/objects_scale.hpp"
 #include "loom/coherence/lane.hpp"
@@ -32,7 +36,7 @@ namespace {
 struct Args {
   bool quick = false;
   std::string csv;
-  std::string only;  // floors, containers, mixed, fig6 (the components are always measured), scale (only when named)
+  std::string only;  // floors, containers, contended, mixed, fig6 (the components are always measured), scale (only when named)
   bool want(const char* part) const { return only.empty() || only == part; }
   bool scale() const { return only == "scale"; }
 };
@@ -44,11 +48,11 @@ Args parse(int argc, char** argv) {
     if (s == "--quick") a.quick = true;
     else if (s == "--csv" && i + 1 < argc) a.csv = argv[++i];
     else if (s == "--only" && i + 1 < argc) a.only = argv[++i];
-    else fail("bench_objects: unknown argument ", s, " (--quick, --csv FILE, --only floors|containers|mixed|fig6|scale)");
+    else fail("bench_objects: unknown argument ", s, " (--quick, --csv FILE, --only floors|containers|contended|mixed|fig6|scale)");
   }
-  for (const char* part : {"", "floors", "containers", "mixed", "fig6", "scale"})
+  for (const char* part : {"", "floors", "containers", "contended", "mixed", "fig6", "scale"})
     if (a.only == part) return a;
-  fail("bench_objects: --only ", a.only, ": floors, containers, mixed, fig6 or scale");
+  fail("bench_objects: --only ", a.only, ": floors, containers, contended, mixed, fig6 or scale");
 }
 
 template <typename F>
@@ -138,6 +142,7 @@ objects::Components component_rows(objects::Context& ctx, int iters, std::vector
   const objects::Components c = objects::measure_components(ctx, iters);
   if (ctx.rank() != 0) return c;
   const std::pair<const char*, double> comps[] = {{"get", c.get}, {"put", c.put}, {"fad", c.fad}, {"cas", c.cas}, {"atomic-read", c.atomic_read}, {"miss", c.miss}, {"line", c.line}, {"cas-contended", c.cas_contended},
+                                                  {"cas-persistent", c.cas_persistent}, {"fad-single", c.fad_single},
                                                   {"rpc-rtt", c.rpc}, {"call-aggregated", c.call}, {"post", c.post}};
   std::printf("\ncost-model components (us; seed 001 Table I on this fabric)\n");
   for (const auto& [name, v] : comps) {
@@ -197,7 +202,9 @@ int main(int argc, char** argv) {
       scale_rows(ctx, so, rows);
     }
     if (args.want("floors")) floor_rows(ctx, iters * 5, rows);
-    if (!args.scale()) component_rows(ctx, iters, rows);
+    objects::Components components;
+    if (!args.scale()) components = component_rows(ctx, iters, rows);
+    if (args.want("contended")) contended_rows(ctx, components, iters, rows);
     if (args.want("containers")) container_rows(ctx, co, rows);
     if (args.want("mixed")) mixed_rows(ctx, co, rows);
     if (args.want("containers") && rt.rank() == 0) model_pick_row(rows);

@@ -11,13 +11,47 @@
 #include <utility>
 #include <vector>
 
-#include <tbb/concurrent_queue.h>
+#include <boost/lockfree/queue.hpp>
 
+#include "loom/dsm/common/error.hpp"
 #include "loom/invoke/aggregator.hpp"
 #include "loom/mcts_shared_tree/local_tree.hpp"
 #include "loom/mcts_shared_tree/rollout_wire.hpp"
 
 namespace loom::mcts::invoked {
+
+// A thread's simulation queue: leaves (rollout messages) pushed by any thread of its process,
+// taken by the thread alone. Boost.Lockfree's queue of owned pointers: TBB's concurrent_queue
+// recycles its pages through TBB's allocator, which the thread sanitizer cannot see into (it
+// reported the reuse of a page as a race).
+class SimulationQueue {
+ public:
+  SimulationQueue() : q_(64) {}
+  ~SimulationQueue() { clear(); }
+  SimulationQueue(const SimulationQueue&) = delete;
+  SimulationQueue& operator=(const SimulationQueue&) = delete;
+  void push(std::vector<std::byte>&& msg) {
+    auto* m = new std::vector<std::byte>(std::move(msg));
+    if (q_.push(m)) return;
+    delete m;
+    fail("mcts: a simulation queue could not take a leaf (no memory for its node)");
+  }
+  bool try_pop(std::vector<std::byte>& out) {
+    std::vector<std::byte>* m = nullptr;
+    if (!q_.pop(m)) return false;
+    out = std::move(*m);
+    delete m;
+    return true;
+  }
+  // Not concurrent with push (between searches).
+  void clear() {
+    std::vector<std::byte>* m = nullptr;
+    while (q_.pop(m)) delete m;
+  }
+
+ private:
+  boost::lockfree::queue<std::vector<std::byte>*> q_;
+};
 
 // The vectors a rollout's step on a worker uses (its path, its results, the message it
 // sends), kept from step to step.
@@ -55,7 +89,7 @@ struct Worker {
   // by any thread of this process).
   uint64_t created = 0;
   std::map<std::pair<uint64_t, uint16_t>, std::vector<std::vector<std::byte>>> deferred;
-  tbb::concurrent_queue<std::vector<std::byte>> simulations;
+  SimulationQueue simulations;
 };
 // A step's scratch while it runs. Steps nest: outside a call (the root owner's starts), a
 // call that finds its ring full runs this thread's incoming calls until there is room

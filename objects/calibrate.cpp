@@ -401,10 +401,20 @@ Components measure_components(Context& ctx, int iters, int peer) {
   hot = ctx.runtime().bootstrap().allgather_value(hot)[0];
   ctx.process_barrier();
   uint64_t seen = 0;
-  const double contended = us_per(std::max(1, iters / 4), [&](int) { seen = ep.compare_swap(hot, seen, seen + 1); });
+  const int rounds = std::max(1, iters / 4);
+  const double contended = us_per(rounds, [&](int) { seen = ep.compare_swap(hot, seen, seen + 1); });
+  ctx.process_barrier();
+  // Seed 001's persistent CAS: each CAS retried from the value it found until it changes the
+  // word; and its single-variable fetch-and-add: everyone adding to the same word.
+  const double persistent = us_per(rounds, [&](int) {
+    for (uint64_t found; (found = ep.compare_swap(hot, seen, seen + 1)) != seen;) seen = found;
+    ++seen;
+  });
+  ctx.process_barrier();
+  const double single_fad = us_per(rounds, [&](int) { seen = ep.fetch_add(hot, 1); });
   ctx.process_barrier();
   if (ctx.rank() == 0) {
-    c.cas_contended = contended;
+    c.cas_contended = contended, c.cas_persistent = persistent, c.fad_single = single_fad;
     ep.deallocate(hot);
   }
   region_components(ctx, peer, iters, c);

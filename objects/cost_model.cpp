@@ -29,6 +29,7 @@ namespace {
 template <typename C, typename F>
 void each_field(C& c, F&& f) {
   f("get", c.get), f("put", c.put), f("fad", c.fad), f("cas", c.cas), f("atomic_read", c.atomic_read), f("miss", c.miss), f("cas_contended", c.cas_contended);
+  f("cas_persistent", c.cas_persistent), f("fad_single", c.fad_single);
   f("rpc", c.rpc), f("call", c.call), f("post", c.post), f("publish_phasal", c.publish_phasal);
   f("line", c.line);
   f("h_insert", c.h_insert), f("h_find", c.h_find), f("h_push", c.h_push), f("h_pop", c.h_pop), f("op", c.op);
@@ -109,7 +110,7 @@ std::string Components::serialize() const {
   o << "# Loom cost-model components (docs/objects.md, \"Cost model\"), microseconds per operation.\n"
     << "# Written by loom-calibrate; read by Auto objects.\n";
   o << "provider " << provider << "\nprocesses " << processes << "\n";
-  o.precision(6);
+  o.precision(10);
   each_field(*this, [&](const char* n, double v) { o << n << " " << v << "\n"; });
   return o.str();
 }
@@ -195,6 +196,13 @@ double predict(const Components& c, Op op, Policy p, Level l, size_t batch, Writ
     case Policy::Auto: break;
   }
   fail("objects: predict: Auto is not a fixed policy");
+}
+
+double predict_contended(const Components& c, Op op, Level l) {
+  if (op != Op::QueuePush && op != Op::QueuePop) fail("objects: predict_contended: ", name(op), " is not a queue operation");
+  const bool push = op == Op::QueuePush;
+  if (l != Level::Atomic) return c.op + c.fad_single + (push ? c.put : c.get + c.put);
+  return c.op + c.atomic_read + c.post + c.cas_persistent + c.post + c.cas;  // the slot's publication uncontended
 }
 
 Policy cheapest(const Components& c, Op op, Level l, std::span<const Policy> candidates, size_t batch) {

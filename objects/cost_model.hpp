@@ -31,7 +31,9 @@ struct Components {
   double atomic_read = 0;                     // an atomic read of a word (a load where mapped; else a fetch-and-add of 0)
   double miss = 0;                            // what a fresh bucket adds (a line the owner wrote last)
   double line = 0;                            // a bucket's line read again, from the caches below the first level
-  double cas_contended = 0;                   // every process CASing one word
+  double cas_contended = 0;                   // every process CASing one word (each attempt)
+  double cas_persistent = 0;                  // the same, per CAS that changed the word (seed 001's "Persistent CAS")
+  double fad_single = 0;                      // every process fetch-and-adding one word (seed 001's "FAD, Single Variable")
   double rpc = 0;                             // call_return round trip, empty handler
   double call = 0;                            // one aggregated call, amortized (1 / call rate)
   double post = 0;                            // one asynchronous fabric operation, amortized
@@ -69,6 +71,14 @@ std::string calibration_path();
 // The predicted microseconds per operation of `op` under a fixed policy at a level, one at a
 // time (batch 1) or amortized over a batch of `batch` operations.
 double predict(const Components& c, Op op, Policy p, Level l, size_t batch = 1, Writers w = Writers::One);
+
+// A one-sided queue operation's predicted microseconds while every process works on the same
+// queue at once (seed 001 §V: its model with the contended components plugged in): the claim on
+// the shared counter costs what it costs contended — fad_single for a phasal claim, a read of the
+// counter and cas_persistent (retried until it lands) for an atomic one — and the rest of the
+// operation what predict() says (its slot is its own). Queue operations only (a hash table's
+// operations spread over buckets).
+double predict_contended(const Components& c, Op op, Level l);
 
 // The cheapest of `candidates` for op at level.
 Policy cheapest(const Components& c, Op op, Level l, std::span<const Policy> candidates, size_t batch = 1);

@@ -22,17 +22,17 @@ using loom::objects::predict;
 
 namespace {
 
-// Every component a different power of two (2^-8 to 2^18: exact in the file's six digits), so a
+// Every component a different power of two (2^-10 to 2^19: exact in the file's ten digits, below its 10^6 bound), so a
 // prediction's sum names the components in it.
 Components powers() {
   Components c;
-  double v = 1.0 / 256;
+  double v = 1.0 / 1024;
   c.provider = "shm";
   c.processes = 2;
   for (double* f : {&c.get, &c.put, &c.fad, &c.cas, &c.atomic_read, &c.miss, &c.line, &c.cas_contended, &c.rpc, &c.call, &c.post, &c.h_insert,
                     &c.h_find, &c.h_push, &c.h_pop, &c.h_find_phasal, &c.h_push_phasal, &c.h_pop_phasal, &c.op, &c.region_atomic,
                     &c.region_acquire, &c.region_release, &c.region_release_clean, &c.region_write, &c.region_read, &c.region_write_shared,
-                    &c.region_release_shared, &c.publish_phasal})
+                    &c.region_release_shared, &c.publish_phasal, &c.cas_persistent, &c.fad_single})
     *f = v, v *= 2;
   return c;
 }
@@ -94,6 +94,19 @@ TEST(CostModel, AHashOperationMeetsItsBucketsLine) {
   EXPECT_EQ(predict(c, Op::HashInsert, Policy::OneSided, Level::PhasalInsert), c.op + c.miss + c.cas + c.post + c.publish_phasal);
   // A queue's slots are walked in order: no line counted.
   EXPECT_EQ(predict(c, Op::QueuePush, Policy::OneSided, Level::PhasalPush), c.op + c.fad + c.put);
+}
+
+// Every process on one queue: the claim on the shared counter is the contended component (a
+// phasal claim's fetch-and-add on one word, an atomic claim's CAS retried until it lands), the
+// slot's own transfers and publication stay what they cost alone; a hash operation has none.
+TEST(CostModel, AContendedQueueOperationPaysTheContendedClaim) {
+  const Components c = powers();
+  using loom::objects::predict_contended;
+  EXPECT_EQ(predict_contended(c, Op::QueuePush, Level::PhasalPush), c.op + c.fad_single + c.put);
+  EXPECT_EQ(predict_contended(c, Op::QueuePop, Level::PhasalPop), c.op + c.fad_single + c.get + c.put);
+  EXPECT_EQ(predict_contended(c, Op::QueuePush, Level::Atomic), c.op + c.atomic_read + c.post + c.cas_persistent + c.post + c.cas);
+  EXPECT_EQ(predict_contended(c, Op::QueuePop, Level::Atomic), c.op + c.atomic_read + c.post + c.cas_persistent + c.post + c.cas);
+  EXPECT_THROW(predict_contended(c, Op::HashInsert, Level::Atomic), loom::Error);
 }
 
 TEST(CostModel, AOneSidedOperationCountsTheFabricOperationsItMakes) {
