@@ -39,6 +39,12 @@ class Aggregator {
   bool call_buffer(Thread dest, F f, std::span<const std::byte> buffer, Synchronizer* sync = nullptr) {
     return submit(dest, detail::buffer_spec<N>(f, buffer, sync), detail::transmitted_of<N>(sync));
   }
+  // The READ form: dest pulls orig, then runs f(buffer); with Async::Yes the calls behind it in
+  // the record run while the READ is in flight. orig must stay unchanged until sync counts it.
+  template <Notify N = Notify::Executed, Async A = Async::No, typename F>
+  bool call_buffer(Thread dest, F f, const memory::RDMAMemory& orig, Synchronizer* sync) {
+    return submit(dest, detail::read_spec<N, F, A>(f, orig, sync), detail::transmitted_of<N>(sync));
+  }
   // The result is written back into `slot` on its own once the call ran (Trad: after the
   // record went out; waiting on the slot flushes this thread's records). invoke/future.hpp has
   // call_future(agg, dest, f) with a slot of its own.

@@ -6,6 +6,7 @@
 //   call_buffer(dest, f, buffer, sync)               dest runs f(span); the bytes travel with the call
 //   call_buffer(dest, f, orig, dest_buffer, sync)    orig is RDMA-written to dest_buffer, then f(span)
 //   call_buffer(dest, f, orig, sync)                 dest RDMA-reads orig, then runs f(span)
+//                                                    (Async::Yes: running later calls meanwhile)
 //   call_return(dest, f, slot, sync)                 dest runs f(); the result is RDMA-written to slot
 //   broadcast(f, sync), broadcast_buffer(f, buffer, sync)   every thread runs f, once, via a tree
 //
@@ -68,9 +69,10 @@ FrameSpec written_spec(const F& f, uint64_t dest_addr, uint64_t len, Synchronize
   s.set_desc(wire::WrittenDesc{dest_addr, len});
   return s;
 }
-template <Notify N, typename F>
+template <Notify N, typename F, Async A = Async::No>
 FrameSpec read_spec(const F& f, const memory::RDMAMemory& orig, Synchronizer* sync) {
-  FrameSpec s = spec<N, BufferEntry<F, wire::Kind::Read>>(f, wire::Kind::Read, sync);
+  constexpr wire::Kind K = A == Async::Yes ? wire::Kind::ReadAsync : wire::Kind::Read;
+  FrameSpec s = spec<N, BufferEntry<F, K>>(f, K, sync);
   s.set_desc(wire::ReadDesc{orig.address(), orig.rkey, 0, orig.size});
   return s;
 }
@@ -139,10 +141,11 @@ bool call_buffer(Thread dest, F f, const memory::RDMAMemory& orig, const RemoteM
 }
 
 // dest pulls orig with RDMA READ, then runs f(buffer). orig must stay unchanged until the call
-// ran: use Notify::Executed and wait on sync before reusing it.
-template <Notify N = Notify::Executed, OnFull P = OnFull::Retry, typename F>
+// ran: use Notify::Executed and wait on sync before reusing it. With Async::Yes dest runs the
+// calls behind this one while its READ is in flight (config.hpp).
+template <Notify N = Notify::Executed, OnFull P = OnFull::Retry, Async A = Async::No, typename F>
 bool call_buffer(Thread dest, F f, const memory::RDMAMemory& orig, Synchronizer* sync) {
-  return detail::post<N, P>(dest, detail::read_spec<N>(f, orig, sync), sync);
+  return detail::post<N, P>(dest, detail::read_spec<N, F, A>(f, orig, sync), sync);
 }
 
 template <Notify N = Notify::Transmitted, OnFull P = OnFull::Retry, typename F>
@@ -224,9 +227,9 @@ void call_buffer(Thread dest, F f, const memory::RDMAMemory& orig, const RemoteM
   detail::send<N>(dest, detail::written_spec<N>(f, dest_buffer.addr, orig.size, sync), sync);
 }
 
-template <Notify N = Notify::Executed, typename F>
+template <Notify N = Notify::Executed, Async A = Async::No, typename F>
 void call_buffer(Thread dest, F f, const memory::RDMAMemory& orig, Synchronizer* sync) {
-  detail::send<N>(dest, detail::read_spec<N>(f, orig, sync), sync);
+  detail::send<N>(dest, detail::read_spec<N, F, A>(f, orig, sync), sync);
 }
 
 template <Notify N = Notify::Transmitted, typename F>

@@ -30,6 +30,17 @@ namespace detail {
 extern thread_local const RunningCall* t_running;
 }
 inline const RunningCall* running_call() { return detail::t_running; }
+// Points the thread at `call` for its scope; restores the one before (calls nest in broadcasts).
+struct CallScope {
+  RunningCall call;
+  const RunningCall* saved;
+  CallScope(int src_rank, const Entry* e, int index) : call{e, src_rank, index}, saved(detail::t_running) {
+    detail::t_running = &call;
+  }
+  ~CallScope() { detail::t_running = saved; }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+};
 // Adds the describer that names the running call to the fault reporter (dsm/common).
 void describe_faults_in_calls();
 

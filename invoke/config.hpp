@@ -25,6 +25,11 @@ enum class OnFull {
   RetryAsync,  // queue it; helper threads (or this thread's later calls) finish it, in FIFO order
 };
 
+// call_buffer's READ form (seed 000's Async parameter): No, the destination thread posts the
+// READ and waits for it before it runs the next call; Yes, it posts the READ and goes on running
+// the calls behind it, and runs this one when the READ has completed (at one of its later polls).
+enum class Async : bool { No, Yes };
+
 // What a receiver does with a bad call (an unknown function id, a malformed frame, a call that
 // threw loom::Error), and at start-up with function registries that differ between processes.
 enum class BadCalls {

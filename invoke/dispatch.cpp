@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "loom/invoke/checks.hpp"
 #include "loom/invoke/inbox.hpp"
@@ -14,23 +16,11 @@ namespace loom::invoke {
 namespace {
 constexpr size_t kMaxReadBytes = size_t{1} << 30;  // call_buffer (READ form): larger pulls are refused
 
-// The call that runs (caller_rank(), the fault reporter, calls made inside it); restored after
-// (calls may nest in broadcasts).
-struct CallScope {
-  RunningCall call;
-  const RunningCall* saved;
-  CallScope(int src_rank, const Entry* e, int index) : call{e, src_rank, index}, saved(detail::t_running) {
-    detail::t_running = &call;
-  }
-  ~CallScope() { detail::t_running = saved; }
-  CallScope(const CallScope&) = delete;
-  CallScope& operator=(const CallScope&) = delete;
-};
 }  // namespace
 
 // One frame being decoded: the cursor over its bytes and what has been learned so far.
 struct Inbox::Dispatch {
-  enum class Step { Run, Done };
+  enum class Step { Run, Done, Deferred };
 
   Inbox& ib;
   const uint8_t* frame;
@@ -58,9 +48,7 @@ struct Inbox::Dispatch {
   ~Dispatch() { free_pulled(); }
 
   [[gnu::noinline, gnu::cold]] Step bad(const std::string& why) {
-    char id[16];
-    std::snprintf(id, sizeof id, "%08x", fid);
-    ib.inv_.report("bad call from rank " + std::to_string(src_rank) + " (function id 0x" + id + "): " + why);
+    ib.report_bad_call(src_rank, fid, why);
     return Step::Done;
   }
   void free_pulled() {
@@ -78,10 +66,11 @@ struct Inbox::Dispatch {
   [[gnu::always_inline]] Step call(size_t cap, Incoming& in);
   [[gnu::noinline]] Step buffer(size_t cap, Incoming& in);
   [[gnu::noinline]] Step written(size_t cap, Incoming& in);
-  [[gnu::noinline]] Step read(size_t cap, Incoming& in);
+  [[gnu::noinline]] Step read(size_t cap, const Entry& e, Incoming& in);
   [[gnu::always_inline]] Step ret(size_t cap, Incoming& in);
   [[gnu::noinline]] Step named(const Entry& e);
-  [[gnu::always_inline]] void run(bool nested);
+  // Whether the frame is done with (ran, or skipped as bad): false while its READ is in flight.
+  [[gnu::always_inline]] bool run(bool nested);
 };
 
 inline Inbox::Dispatch::Step Inbox::Dispatch::notification() {
@@ -112,6 +101,8 @@ Inbox::Dispatch::Step Inbox::Dispatch::broadcast(bool nested) {
   if (wire::frame_len(iw) != inner_len) return bad("broadcast frame length mismatch");
   if (bd.ranks != 0 && wire::frame_kind(iw) != static_cast<uint8_t>(wire::Kind::Written))
     return bad("broadcast buffer addresses with a call that is not a written call_buffer");
+  if (wire::frame_kind(iw) == static_cast<uint8_t>(wire::Kind::ReadAsync))
+    return bad("broadcast of an asynchronous READ-form call_buffer (broadcasts pull synchronously)");
   ib.forward_broadcast(frame, frame_len, bd.root);
   // The call is the root's (caller_rank(), the process a READ form pulls from), whoever forwarded it.
   Dispatch here(ib, inner, inner_len, ib.inv_.thread_of(static_cast<int>(bd.root)).rank);
@@ -155,8 +146,9 @@ Inbox::Dispatch::Step Inbox::Dispatch::written(size_t cap, Incoming& in) {
   return Step::Run;
 }
 
-// call_buffer, buffer pulled here with one READ of the caller's registered memory.
-Inbox::Dispatch::Step Inbox::Dispatch::read(size_t cap, Incoming& in) {
+// call_buffer, buffer pulled here with one READ of the caller's registered memory; waited for
+// here, or (ReadAsync) left in flight and the call handed to the Inbox's pulls (pull.cpp).
+Inbox::Dispatch::Step Inbox::Dispatch::read(size_t cap, const Entry& e, Incoming& in) {
   wire::ReadDesc d;
   if (left != sizeof d + cap) return bad("malformed call_buffer (read form)");
   take(d);
@@ -172,6 +164,12 @@ Inbox::Dispatch::Step Inbox::Dispatch::read(size_t cap, Incoming& in) {
   wr.rkey = d.rkey;
   signal::Posted r = tx.post(wr, true);
   if (!r.ok()) return bad(std::string("posting the READ failed: ") + fabric::to_string(r.result));
+  if (kind == static_cast<uint8_t>(wire::Kind::ReadAsync)) {
+    ib.defer_pull(Pull{&e, fid, src_rank, std::vector<uint8_t>(in.captures, in.captures + cap),
+                       std::exchange(pulled, {}).slice(0, d.len),
+                       r.tag, errors, has_notify, nd});
+    return Step::Deferred;
+  }
   tx.wait(r.tag);
   if (tx.errors() != errors) return bad(std::string("the READ of the caller's buffer failed: ") + fabric::to_string(tx.last_error()));
   in.buffer = std::span(static_cast<std::byte*>(pulled.addr), d.len);
@@ -210,42 +208,61 @@ inline Inbox::Dispatch::Step Inbox::Dispatch::decode(const Entry& e, Incoming& i
     case wire::Kind::Call: return call(cap, in);
     case wire::Kind::Buffer: return buffer(cap, in);
     case wire::Kind::Written: return written(cap, in);
-    case wire::Kind::Read: return read(cap, in);
+    case wire::Kind::Read:
+    case wire::Kind::ReadAsync: return read(cap, e, in);
     case wire::Kind::Return: return ret(cap, in);
     case wire::Kind::Named: return named(e);
     default: return bad("unknown call kind");
   }
 }
 
-inline void Inbox::Dispatch::run(bool nested) {
-  if (notification() == Step::Done) return;
+inline bool Inbox::Dispatch::run(bool nested) {
+  if (notification() == Step::Done) return true;
   if (kind == static_cast<uint8_t>(wire::Kind::Broadcast)) {
     broadcast(nested);
-    return;
+    return true;
   }
   const Entry* e = nullptr;
-  if (kind == 0 || kind > wire::kMaxKind) return (void)bad("unknown call kind " + std::to_string(kind));
-  if (!ib.lookup(fid, &e)) return (void)bad("unknown function id (not registered in this program)");
-  if (static_cast<uint8_t>(e->kind) != kind)
-    return (void)bad("function '" + e->name + "' is registered for call kind " + std::to_string(static_cast<int>(e->kind)) +
-                     ", the call is kind " + std::to_string(kind));
+  if (kind == 0 || kind > wire::kMaxKind) {
+    bad("unknown call kind " + std::to_string(kind));
+    return true;
+  }
+  if (!ib.lookup(fid, &e)) {
+    bad("unknown function id (not registered in this program)");
+    return true;
+  }
+  if (static_cast<uint8_t>(e->kind) != kind) {
+    bad("function '" + e->name + "' is registered for call kind " + std::to_string(static_cast<int>(e->kind)) +
+        ", the call is kind " + std::to_string(kind));
+    return true;
+  }
   Incoming in;
   try {
-    if (decode(*e, in) == Step::Done) return;
+    const Step step = decode(*e, in);
+    if (step != Step::Run) return step == Step::Done;
     CallScope scope(src_rank, e, ib.index_);
     e->fn(in);
   } catch (const Error& err) {
     bad(err.what());
-    return;
+    return true;
   }
   free_pulled();
   if (has_notify) ib.notify(nd);
+  return true;
 }
 
-void Inbox::run_frame(const uint8_t* f, size_t len, int src_rank, bool nested) {
-  if (discard_ != nullptr) [[unlikely]]
-    return discard_frame(f);
-  Dispatch(*this, f, len, src_rank).run(nested);
+bool Inbox::run_frame(const uint8_t* f, size_t len, int src_rank, bool nested) {
+  if (discard_ != nullptr) [[unlikely]] {
+    discard_frame(f);
+    return true;
+  }
+  return Dispatch(*this, f, len, src_rank).run(nested);
+}
+
+void Inbox::report_bad_call(int src_rank, uint32_t fid, const std::string& why) {
+  char id[16];
+  std::snprintf(id, sizeof id, "%08x", fid);
+  inv_.report("bad call from rank " + std::to_string(src_rank) + " (function id 0x" + id + "): " + why);
 }
 
 // Teardown: a call that arrived but was never run is named and counted instead of run.
@@ -265,6 +282,7 @@ Unrun Inbox::discard_unrun() {
   discard_ = &unrun;
   while (poll() > 0) {
   }
+  discard_pulls();
   discard_ = nullptr;
   return unrun;
 }
@@ -285,10 +303,7 @@ void Inbox::run_record(Channel& c, const uint8_t* rec, size_t len) {
                   " bytes in a record with " + std::to_string(end - p) + " bytes left; rest of the record skipped");
       return;
     }
-    if (w != wire::pad_frame_word()) {
-      run_frame(p, flen, c.src_rank, false);
-      ++ran;
-    }
+    if (w != wire::pad_frame_word() && run_frame(p, flen, c.src_rank, false)) ++ran;
     p += flen;
   }
   count_executed(ran);

@@ -23,6 +23,7 @@ Inbox::~Inbox() {
     for (auto& c : ch->ring) heap.free(c.addr);
     for (auto& c : ch->pending) heap.free(c.addr);
   }
+  for (auto& p : pulls_) heap.free(p.pulled.addr);  // none left after discard_unrun, which waits for their READs
   heap.free(scratch_.addr);
 }
 
@@ -38,11 +39,11 @@ void Inbox::deliver_send(int src_rank, std::vector<std::byte> frame) {
   inv_.bells().ring(Thread{inv_.runtime().rank(), index_});
 }
 
-// Whether poll() would find something: a call sent or announced, or a record (or a rotation)
-// at a channel's position. Looks only when no other thread polls this inbox (else: yes).
+// Whether poll() would find something: a call sent or announced, a record (or a rotation) at a
+// channel's position, or a call whose READ is in flight (its thread keeps polling, not asleep). Looks only when no other thread polls this inbox (else: yes).
 bool Inbox::has_incoming() {
   if (busy_.test_and_set(std::memory_order_acquire)) return true;
-  bool found = announced_n_.load(std::memory_order_acquire) != announced_seen_ ||
+  bool found = !pulls_.empty() || announced_n_.load(std::memory_order_acquire) != announced_seen_ ||
                sends_n_.load(std::memory_order_acquire) != sends_seen_;
   for (const auto& c : channels_) {
     if (found) break;
@@ -89,7 +90,7 @@ int Inbox::poll(int budget) {
     std::atomic_flag& f;
     ~Release() { f.clear(std::memory_order_release); }
   } release{busy_};
-  int n = 0;
+  int n = pulls_.empty() ? 0 : finish_pulls();
   if (announced_n_.load(std::memory_order_acquire) != announced_seen_) take_announcements();
   for (size_t i = 0; i < channels_.size(); ++i) {
     Channel& c = *channels_[i];
@@ -108,8 +109,7 @@ int Inbox::poll(int budget) {
                     std::to_string(wire::frame_len(w)) + " != message length " + std::to_string(s.second.size()));
         continue;
       }
-      run_frame(f, s.second.size(), s.first, false);
-      count_executed(1);
+      if (run_frame(f, s.second.size(), s.first, false)) count_executed(1);
       ++n;
     }
   }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -77,7 +78,27 @@ class Inbox {
   void run_record(Channel& c, const uint8_t* rec, size_t len);
   struct Dispatch;  // dispatch.cpp: one decoder per wire kind
   friend struct Dispatch;
-  void run_frame(const uint8_t* f, size_t len, int src_rank, bool nested);
+  // Whether the frame is done with (ran, or skipped as bad); false: its READ is in flight and the
+  // call is among the pulls, counted when it runs.
+  bool run_frame(const uint8_t* f, size_t len, int src_rank, bool nested);
+  void report_bad_call(int src_rank, uint32_t fid, const std::string& why);
+  // call_buffer's READ form with Async::Yes (pull.cpp): a call whose READ was posted and not
+  // waited for; it runs at a later poll once the READ completed.
+  struct Pull {
+    const Entry* entry;
+    uint32_t fid;
+    int src_rank;
+    std::vector<uint8_t> captures;
+    memory::RDMAMemory pulled;  // this process's heap: the READ's landing buffer
+    uint64_t tag;               // the READ's flush tag at the Transmitter to src_rank
+    uint64_t errors;            // that Transmitter's error count when the READ was posted
+    bool has_notify;
+    wire::NotifyDesc nd;
+  };
+  void defer_pull(Pull p);
+  int finish_pulls();
+  void run_pull(Pull& p);
+  void discard_pulls();
   void discard_frame(const uint8_t* f);
   bool lookup(uint32_t id, const Entry** e);
   void notify(const wire::NotifyDesc& d);
@@ -106,6 +127,7 @@ class Inbox {
   const Entry* last_entry_ = nullptr;
   std::vector<std::unique_ptr<memory::LinearCircularAllocator>> return_staging_;  // per rank
   Unrun* discard_ = nullptr;  // set while discard_unrun runs
+  std::deque<Pull> pulls_;    // in arrival order; only the poller (busy_) touches it
   friend class Invoker;
   friend struct InboxWireAccess;  // tests/fuzz/fuzz_invoke_channel.cpp: wire bytes into a channel
 };

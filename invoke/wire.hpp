@@ -72,8 +72,9 @@ enum class Kind : uint8_t {
   Return = 5,     // payload: u64 remote addr, u32 rkey, u32 result size, u64 stamp, captures
   Broadcast = 6,  // payload: u32 root, u32 0, then a whole inner frame
   Named = 7,      // payload: u64 len, argument bytes (explicitly registered functions)
+  ReadAsync = 8,  // payload as Read; the destination runs other calls while the READ is in flight
 };
-constexpr uint8_t kMaxKind = 7;
+constexpr uint8_t kMaxKind = 8;
 
 constexpr size_t kFrameHeader = 8;
 constexpr unsigned kFrameLenBits = 24;  // frame length in 8-byte words

@@ -387,6 +387,95 @@ TEST(Invoke, EveryCallFormMovesTheRightBytes) {
   EXPECT_EQ(inv.bad_calls(), 0u);
 }
 
+// Seed 000's Async parameter of the READ form. An Aggregator's record carries a READ-form call
+// and a plain call behind it: with Async::No the destination waits for the READ and runs them in
+// order; with Async::Yes it posts the READ, runs the plain call, and runs the pulled one at a
+// later poll, once the READ completed. Either way the pulled bytes are the caller's and the
+// Executed notification comes after the call ran.
+template <Async A>
+void read_form_against_the_call_behind_it(std::vector<int>& expected_order) {
+  static std::vector<int> order;  // written by whichever thread polls this process's thread 0
+  static std::atomic<int> ran{0};
+  static std::atomic<uint64_t> wrong{0};
+  order.clear();
+  ran = 0;
+  wrong = 0;
+  Invoker inv(rt(), small_rings(8));
+  const Thread peer{test::right(), 0};
+  constexpr size_t kBytes = 1000;
+  memory::RDMAMemory orig = rt().heap().allocate(kBytes);
+  const int me = rt().rank();
+  for (size_t i = 0; i < kBytes; ++i) orig.bytes()[i] = static_cast<uint8_t>(i * 7 + me);
+  Synchronizer sync(2);
+  {
+    Aggregator agg;  // Trad: both calls in one record
+    ASSERT_TRUE((agg.call_buffer<Notify::Executed, A>(peer, [me](std::span<std::byte> b) {
+      bool good = b.size() == kBytes;
+      for (size_t i = 0; good && i < b.size(); ++i) good = b[i] == std::byte(static_cast<uint8_t>(i * 7 + me));
+      if (!good) wrong.fetch_add(1);
+      order.push_back(1);
+      ran.fetch_add(1);
+    }, orig.slice(0, kBytes), &sync)));
+    ASSERT_TRUE(agg.call<Notify::Executed>(peer, [] {
+      order.push_back(2);
+      ran.fetch_add(1);
+    }, &sync));
+    agg.flush();
+  }
+  sync.wait();  // both ran at the peer (this thread runs the calls sent to it meanwhile)
+  inv.wait_until([] { return ran.load() == 2; });
+  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_EQ(order, expected_order);
+  rt().barrier();
+  rt().heap().free(orig.addr);
+  EXPECT_EQ(inv.bad_calls(), 0u);
+}
+
+TEST(Invoke, TheReadFormWaitsForItsReadBeforeTheCallsBehindIt) {
+  std::vector<int> in_order{1, 2};
+  read_form_against_the_call_behind_it<Async::No>(in_order);
+}
+
+TEST(Invoke, TheAsyncReadFormRunsTheCallsBehindItWhileItsReadIsInFlight) {
+  std::vector<int> behind_first{2, 1};
+  read_form_against_the_call_behind_it<Async::Yes>(behind_first);
+}
+
+// One-sided and send-based, many in flight at once: every pulled call runs once, on the right
+// bytes, and the Executed Synchronizer counts each.
+TEST(Invoke, AsyncReadFormCallsInFlightAllRunOnTheirBytes) {
+  static std::atomic<uint64_t> good{0}, bad{0};
+  good = 0;
+  bad = 0;
+  Invoker inv(rt(), small_rings(8, 1));
+  const Thread peer{test::right(), 0};
+  constexpr int kCalls = 40;
+  constexpr size_t kBytes = 256;
+  std::vector<memory::RDMAMemory> bufs;
+  const int me = rt().rank();
+  for (int k = 0; k < kCalls; ++k) {
+    bufs.push_back(rt().heap().allocate(kBytes));
+    std::memset(bufs.back().addr, k + 16 * me, kBytes);
+  }
+  Synchronizer sync(kCalls);
+  for (int k = 0; k < kCalls; ++k) {
+    auto f = [k, me](std::span<std::byte> b) {
+      bool ok = b.size() == kBytes;
+      for (size_t i = 0; ok && i < b.size(); ++i) ok = b[i] == std::byte(static_cast<uint8_t>(k + 16 * me));
+      (ok ? good : bad).fetch_add(1);
+    };
+    if (k % 2 == 0) ASSERT_TRUE((call_buffer<Notify::Executed, OnFull::Retry, Async::Yes>(peer, f, bufs[static_cast<size_t>(k)].slice(0, kBytes), &sync)));
+    else send::call_buffer<Notify::Executed, Async::Yes>(peer, f, bufs[static_cast<size_t>(k)].slice(0, kBytes), &sync);
+  }
+  sync.wait();
+  inv.wait_until([] { return good.load() + bad.load() == kCalls; });
+  EXPECT_EQ(good.load(), static_cast<uint64_t>(kCalls));
+  EXPECT_EQ(bad.load(), 0u);
+  rt().barrier();
+  for (auto& b : bufs) rt().heap().free(b.addr);
+  EXPECT_EQ(inv.bad_calls(), 0u);
+}
+
 TEST(Invoke, SynchronizerModes) {
   // Reset before the Invoker exists: its helper may run calls as soon as it does.
   static std::atomic<uint64_t> ran{0};

@@ -75,6 +75,7 @@ struct Harness {
     reg.add("fuzz.buffer", run_any, wire::Kind::Buffer, 8);
     reg.add("fuzz.written", run_any, wire::Kind::Written, 8);
     reg.add("fuzz.read", run_any, wire::Kind::Read, 8);
+    reg.add("fuzz.read_async", run_any, wire::Kind::ReadAsync, 8);
     reg.add("fuzz.return", run_return, wire::Kind::Return, 8);
     register_function("fuzz.named", run_named);
     for (int i = 0; i < 2; ++i) ring.push_back(rt.heap().allocate(kChunk));
