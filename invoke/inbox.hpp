@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -117,7 +118,26 @@ class Inbox {
   // load pairs with it, so the entries it counts are in the queue.
   std::atomic<uint64_t> announced_n_{0};
   uint64_t announced_seen_ = 0;
-  tbb::concurrent_queue<std::pair<int, std::vector<std::byte>>> sends_;
+  // Send-based calls: pushed by the service thread, popped by the poller. A mutex and a deque, not
+  // tbb::concurrent_queue: that queue's pages come from tbbmalloc, whose reuse TSan cannot see, and
+  // it reported a push racing the pop that freed the page (tests/test_invoke.cpp, the send-based
+  // tests after AsyncReadFormCallsInFlightAllRunOnTheirBytes, in the TSan build).
+  struct SendQueue {
+    std::mutex m;
+    std::deque<std::pair<int, std::vector<std::byte>>> q;
+    void push(std::pair<int, std::vector<std::byte>> v) {
+      std::lock_guard lock(m);
+      q.push_back(std::move(v));
+    }
+    bool try_pop(std::pair<int, std::vector<std::byte>>& out) {
+      std::lock_guard lock(m);
+      if (q.empty()) return false;
+      out = std::move(q.front());
+      q.pop_front();
+      return true;
+    }
+  };
+  SendQueue sends_;
   std::atomic<uint64_t> sends_n_{0};  // as announced_n_, for sends_
   uint64_t sends_seen_ = 0;
   std::atomic<bool> took_sends_{false};  // written by whichever thread polls (a helper too)
