@@ -52,10 +52,15 @@ struct Cell {
   Level l;
   size_t batch;
   double us;
+  bool checksum = false;  // seed 001's checksum queue (fully atomic): its rows' level is "checksum"
 };
 
+std::string variant(const Cell& x) {
+  return x.checksum ? std::string(objects::name(x.op)) + "/" + std::string(objects::name(x.p)) + "/checksum" : variant(x.op, x.p, x.l);
+}
+
 void add(std::vector<Row>& rows, const Cell& x, double model_us) {
-  const std::string v = variant(x.op, x.p, x.l);
+  const std::string v = variant(x);
   rows.push_back({v, x.batch, "us", x.us, "us"});
   rows.push_back({v, x.batch, "ops_per_s", 1e6 / x.us, "ops/s"});
   rows.push_back({v, x.batch, "model_us", model_us, "us"});
@@ -143,11 +148,35 @@ void queue_cells(objects::Context& ctx, Policy p, int peer, const ContainerOptio
   if (sink == 42) std::printf(" ");
 }
 
+// Seed 001's other two queue designs: the checksum queue at the peer (fully atomic, its value and
+// checksum in one WRITE), and the local level — a queue hosted by rank 0, used by rank 0 alone.
+void queue_design_cells(objects::Context& ctx, Policy p, int peer, const ContainerOptions& o, std::vector<Cell>& out) {
+  const size_t n = static_cast<size_t>(o.iters);
+  uint64_t sink = 0;
+  auto timed = [&](objects::Queue<uint64_t>& q, Level l, bool checksum) {
+    if (ctx.rank() == 0) {
+      for (size_t i = 0; i < n; ++i) q.try_push(i, l);  // first uses left out, as above
+      for (size_t i = 0; i < n; ++i) sink += q.try_pop(l).value_or(0);
+      out.push_back({Op::QueuePush, p, l, 1, us_each(n, [&](size_t i) { q.try_push(i, l); }), checksum});
+      out.push_back({Op::QueuePop, p, l, 1, us_each(n, [&](size_t) { sink += q.try_pop(l).value_or(0); }), checksum});
+    }
+    ctx.barrier();
+  };
+  if (p != Policy::Cached) {
+    objects::Queue<uint64_t> q(ctx, peer, n, objects::QueueLayout::Checksum, p);
+    timed(q, Level::Atomic, true);
+    objects::Queue<uint64_t> mine(ctx, 0, n, p);
+    timed(mine, Level::Local, false);
+  }
+  if (sink == 42) std::printf(" ");
+}
+
 // A row's model: the components against the peer; a Cached hash row's, mixed by where its words
 // are (a key's control word is in any process's block, as its hash falls). A Cached queue's
 // counters share one block, at one manager: its rows are priced at the peer.
 double model_of(const Cell& x, const objects::Components& peer, const objects::Components& self, const objects::JobLayout& layout) {
   const bool hashed = x.op == Op::HashInsert || x.op == Op::HashFind;
+  if (x.checksum) return objects::predict_checksum(peer, x.op, x.p);
   if (x.p != Policy::Cached || !hashed) return objects::predict(peer, x.op, x.p, x.l, x.batch);
   const bool across = layout.scale.nodes > 1;
   const objects::Placements at{self, across ? self : peer, peer};
@@ -183,8 +212,9 @@ void container_rows(objects::Context& ctx, const ContainerOptions& o, std::vecto
       std::vector<Cell> mine;
       hash_cells(ctx, p, peer, o, mine);
       queue_cells(ctx, p, peer, o, mine);
+      queue_design_cells(ctx, p, peer, o, mine);
       for (const Cell& x : mine) {
-        auto same = [&](const Rounds& k) { return k.first.op == x.op && k.first.p == x.p && k.first.l == x.l && k.first.batch == x.batch; };
+        auto same = [&](const Rounds& k) { return variant(k.first) == variant(x) && k.first.batch == x.batch; };
         auto it = std::find_if(rounds.begin(), rounds.end(), same);
         if (it == rounds.end()) it = rounds.insert(rounds.end(), Rounds{x, {}, {}});
         it->us.push_back(x.us);
@@ -210,7 +240,7 @@ void container_rows(objects::Context& ctx, const ContainerOptions& o, std::vecto
     x.us = median(k.us);
     const double model = median(k.model);
     add(rows, x, model);
-    std::printf("%-34s %6zu %10.3f %10.3f %7.2f\n", variant(x.op, x.p, x.l).c_str(), x.batch, x.us, model, x.us / model);
+    std::printf("%-34s %6zu %10.3f %10.3f %7.2f\n", variant(x).c_str(), x.batch, x.us, model, x.us / model);
   }
 }
 

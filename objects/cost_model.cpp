@@ -188,6 +188,10 @@ double predict(const Components& c, Op op, Policy p, Level l, size_t batch, Writ
   // less its get) and its memory accesses are fabric operations: h, which is both on local
   // memory, would count them again. A Cached operation reads and compares the slots of its
   // local copy as h does, after each accessor; a batch amortizes c.op, not each operation's logic.
+  if (l == Level::Local) {
+    if (op != Op::QueuePush && op != Op::QueuePop) fail("objects: predict: Level::Local is a Queue's, not ", name(op), "'s");
+    return c.op + handler(c, op, Level::Atomic);  // the host's own memory, whatever the policy
+  }
   const double h = handler(c, op, l);
   switch (p) {
     case Policy::OneSided: return batch > 1 ? h + c.op / b + one_sided_batch(c, op, l, b) : c.op + one_sided(c, op, l);
@@ -198,9 +202,20 @@ double predict(const Components& c, Op op, Policy p, Level l, size_t batch, Writ
   fail("objects: predict: Auto is not a fixed policy");
 }
 
+double predict_checksum(const Components& c, Op op, Policy p) {
+  if (op != Op::QueuePush && op != Op::QueuePop) fail("objects: predict_checksum: ", name(op), " is not a queue operation");
+  if (p == Policy::OwnerInvoked) return predict(c, op, p, Level::Atomic);  // the host runs it on its memory either way
+  if (p != Policy::OneSided) fail("objects: predict_checksum: a checksum queue is OneSided or OwnerInvoked");
+  // push: tail and slot read together, the claim, the slot's WRITE waited for; pop: head, tail
+  // and slot read together, the claim, the free tag's WRITE waited for
+  const double reads = op == Op::QueuePush ? c.atomic_read + c.post : c.atomic_read + 2 * c.post;
+  return c.op + reads + c.cas + c.put;
+}
+
 double predict_contended(const Components& c, Op op, Level l) {
   if (op != Op::QueuePush && op != Op::QueuePop) fail("objects: predict_contended: ", name(op), " is not a queue operation");
   const bool push = op == Op::QueuePush;
+  if (l == Level::Local) fail("objects: predict_contended: Level::Local has one process");
   if (l != Level::Atomic) return c.op + c.fad_single + (push ? c.put : c.get + c.put);
   return c.op + c.atomic_read + c.post + c.cas_persistent + c.post + c.cas;  // the slot's publication uncontended
 }
@@ -217,6 +232,7 @@ Policy cheapest(const Components& c, Op op, Level l, std::span<const Policy> can
 
 bool prefer_cached(const Components& c, Op write, Op read, Workload w) {
   const Policy owners[] = {Policy::OneSided, Policy::OwnerInvoked};
+  if (w.level == Level::Local) return false;  // the host's own memory: the queue stays at its host
   const Level wl = w.level == Level::Atomic ? Level::Atomic : Level::PhasalWrite;
   const Level rl = w.level == Level::Atomic ? Level::Atomic : Level::PhasalRead;
   auto at_owners = [&](Op op, Level l) { return predict(c, op, cheapest(c, op, l, owners), l); };

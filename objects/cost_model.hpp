@@ -72,6 +72,13 @@ std::string calibration_path();
 // time (batch 1) or amortized over a batch of `batch` operations.
 double predict(const Components& c, Op op, Policy p, Level l, size_t batch = 1, Writers w = Writers::One);
 
+// Level::Local (a Queue's host alone, on its own memory) costs c.op and the operation's logic
+// under every policy.
+//
+// A checksum queue's operation (objects/queue_checksum.hpp), one at a time: OneSided, or
+// OwnerInvoked (what the sequence queue's costs: the host runs either on its memory).
+double predict_checksum(const Components& c, Op op, Policy p);
+
 // A one-sided queue operation's predicted microseconds while every process works on the same
 // queue at once (seed 001 §V: its model with the contended components plugged in): the claim on
 // the shared counter costs what it costs contended — fad_single for a phasal claim, a read of the

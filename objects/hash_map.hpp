@@ -72,6 +72,7 @@ class HashMap {
   // Inserts or replaces key's value. A full part is an error (nothing is changed).
   void insert(const K& key, const V& value, Level level = Level::Atomic) {
     if (level == Level::PhasalFind) fail("objects: HashMap insert during a find phase");
+    check_level(level);
     const hash::Home h = home_of(key);
     bool timed = false;
     const Policy p = router_.route(Op::HashInsert, level, timed);
@@ -93,6 +94,7 @@ class HashMap {
 
   std::optional<V> find(const K& key, Level level = Level::Atomic) {
     if (level == Level::PhasalInsert) fail("objects: HashMap find during an insert phase");
+    check_level(level);
     const hash::Home h = home_of(key);
     bool timed = false;
     const Policy p = router_.route(Op::HashFind, level, timed);
@@ -116,6 +118,7 @@ class HashMap {
   // flight together; OwnerInvoked sends each owner one call carrying its entries.
   void insert_many(std::span<const std::pair<K, V>> items, Level level = Level::Atomic) {
     if (level == Level::PhasalFind) fail("objects: HashMap insert during a find phase");
+    check_level(level);
     std::vector<hash::Home> homes(items.size());
     std::vector<E> entries(items.size());
     for (size_t k = 0; k < items.size(); ++k) homes[k] = home_of(items[k].first), entries[k] = E{items[k].first, items[k].second};
@@ -131,6 +134,7 @@ class HashMap {
   // OwnerInvoked sends each owner one call with its keys and the results come back by one put.
   std::vector<std::optional<V>> find_many(std::span<const K> keys, Level level = Level::Atomic) {
     if (level == Level::PhasalInsert) fail("objects: HashMap find during an insert phase");
+    check_level(level);
     std::vector<hash::Home> homes(keys.size());
     for (size_t k = 0; k < keys.size(); ++k) homes[k] = home_of(keys[k]);
     std::vector<Found> found(keys.size());
@@ -175,6 +179,10 @@ class HashMap {
 
 
   // ---- the owner's side of shipped operations (never throw: the caller waits for a reply)
+  static void check_level(Level level) {
+    if (level == Level::Local) fail("objects: Level::Local is a Queue's (a HashMap's parts are at every process)");
+    if (level > Level::Local) fail("objects: HashMap level ", static_cast<int>(level), " is not a level");
+  }
   Status local_insert(hash::Home h, const K& key, const V& value, Level level = Level::Atomic) {
     LocalSlots<E> s = slots_.local(h.part);
     return hash::insert(s, h.start, slots_.per(), key, value, level);

@@ -14,7 +14,14 @@ std::string_view name(Policy p) {
   return "?";
 }
 
-std::string_view name(Level l) { return l == Level::Atomic ? "atomic" : "phasal"; }
+std::string_view name(Level l) {
+  switch (l) {
+    case Level::Atomic: return "atomic";
+    case Level::PhasalWrite: case Level::PhasalRead: return "phasal";
+    case Level::Local: return "local";
+  }
+  return "?";
+}
 
 Policy parse_policy(std::string_view s) {
   if (s == "onesided" || s == "one-sided") return Policy::OneSided;

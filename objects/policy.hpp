@@ -16,12 +16,14 @@ enum class Policy : uint8_t {
 inline constexpr Policy kFixedPolicies[] = {Policy::OneSided, Policy::OwnerInvoked, Policy::Cached};
 
 // Seed 001's levels: writes and reads at once (fully atomic); only writes until a barrier; only
-// reads until a barrier. For a HashMap the writes are inserts and the reads finds; for a Queue,
-// pushes and pops. A phasal level is the caller's promise, checked where it is cheap.
+// reads until a barrier; for a Queue, only its host's threads until a barrier (Local: pushes and
+// pops at once, on the host's own memory). For a HashMap the writes are inserts and the reads
+// finds; for a Queue, pushes and pops. A level is the caller's promise, checked where it is cheap.
 enum class Level : uint8_t {
   Atomic,
   PhasalWrite,
   PhasalRead,
+  Local,
   PhasalInsert = PhasalWrite,
   PhasalFind = PhasalRead,
   PhasalPush = PhasalWrite,
@@ -30,7 +32,7 @@ enum class Level : uint8_t {
 
 // "onesided", "invoked", "cached", "auto" (the names of bench_objects' rows).
 std::string_view name(Policy p);
-// "atomic", "phasal" (the level as a row names it: the operation says which phase).
+// "atomic", "phasal", "local" (the level as a row names it: the operation says which phase).
 std::string_view name(Level l);
 // Accepts the names above and "one-sided", "owner-invoked"; anything else is an error.
 Policy parse_policy(std::string_view s);

@@ -4,7 +4,10 @@
 // and reach the slots as the policy says: fabric operations (OneSided), shipped to the host
 // (OwnerInvoked), or on the local copy of a region (Cached); Auto picks by the cost model.
 // Levels: Atomic (pushes and pops at once), PhasalPush (only pushes until a barrier),
-// PhasalPop (only pops until a barrier).
+// PhasalPop (only pops until a barrier), Local (only the host's threads until a barrier: the
+// fully atomic algorithm on the host's own memory, whatever the policy). Layouts: Sequence (a
+// sequence word per slot, published by an atomic) and Checksum (seed 001's checksum queue,
+// objects/queue_checksum.hpp: fully atomic only, the queue at its host).
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -14,10 +17,14 @@
 #include <vector>
 
 #include "loom/objects/router.hpp"
+#include "loom/objects/queue_checksum.hpp"
 #include "loom/objects/queue_ops.hpp"
 #include "loom/objects/slot_array.hpp"
 
 namespace loom::objects {
+
+// How a Queue's slots say they hold a value (objects/queue_ops.hpp, queue_checksum.hpp).
+enum class QueueLayout : uint8_t { Sequence, Checksum };
 
 template <typename T>
 class Queue {
@@ -33,11 +40,16 @@ class Queue {
 
   // Collective: every process passes the same host, capacity and policy (checked).
   Queue(Context& ctx, int host, size_t capacity, Policy policy = Policy::OneSided, Workload workload = {})
+      : Queue(ctx, host, capacity, QueueLayout::Sequence, policy, workload) {}
+  // A checksum queue lives at its host: OneSided or OwnerInvoked.
+  Queue(Context& ctx, int host, size_t capacity, QueueLayout layout, Policy policy = Policy::OneSided, Workload workload = {})
       : ctx_(ctx),
+        layout_(checked_layout(layout, policy)),
         router_(ctx, policy, Op::QueuePush, Op::QueuePop, workload),
-        slots_(ctx, {host}, capacity, router_.placement() == Policy::Cached, [](size_t i) { return static_cast<uint64_t>(i); }) {
+        slots_(ctx, {host}, capacity, router_.placement() == Policy::Cached, first_words(layout)) {
     if (router_.placement() == Policy::Cached) region_.emplace(slots_.region(0));
     else remote_.emplace(slots_.remote(0));
+    if (!slots_.in_region() && host == ctx.rank()) local_.emplace(slots_.local(0));
     id_ = ctx.attach(this, typeid(Queue));
   }
   // Collective.
@@ -51,6 +63,7 @@ class Queue {
   size_t capacity() const { return slots_.per(); }
   int host() const { return slots_.owner(0); }
   Policy policy() const { return router_.policy(); }
+  QueueLayout layout() const { return layout_; }
   Policy placement() const { return router_.placement(); }
   Policy current(Op op, Level l) const { return router_.current(op, l); }
   const Chooser* chooser() const { return router_.chooser(); }
@@ -58,6 +71,12 @@ class Queue {
   // False when the queue is full (nothing is changed).
   bool try_push(const T& v, Level level = Level::Atomic) {
     if (level == Level::PhasalPop) fail("objects: Queue push during a pop phase");
+    check_level(level);
+    if (level == Level::Local) {
+      const Status st = push_on(*local_, v, level);
+      check(st);
+      return st == Status::Ok;
+    }
     bool timed = false;
     const Policy p = router_.route(Op::QueuePush, level, timed);
     OpTimer t(timed);
@@ -78,6 +97,12 @@ class Queue {
   // Empty: nullopt.
   std::optional<T> try_pop(Level level = Level::Atomic) {
     if (level == Level::PhasalPush) fail("objects: Queue pop during a push phase");
+    check_level(level);
+    if (level == Level::Local) {
+      const Popped r = pop_on(*local_, level);
+      check(r.status);
+      return r.status == Status::Ok ? std::optional<T>(r.value) : std::nullopt;
+    }
     bool timed = false;
     const Policy p = router_.route(Op::QueuePop, level, timed);
     OpTimer t(timed);
@@ -104,11 +129,42 @@ class Queue {
 
  private:
 
+  // Slot i's word when made: sequence i, or free for position i.
+  static typename SlotArray<T>::Init first_words(QueueLayout layout) {
+    if (layout == QueueLayout::Checksum) return [](size_t i) { return queue::free_word(i); };
+    return [](size_t i) { return static_cast<uint64_t>(i); };
+  }
+  static QueueLayout checked_layout(QueueLayout layout, Policy policy) {
+    if (layout != QueueLayout::Sequence && layout != QueueLayout::Checksum) fail("objects: Queue layout ", static_cast<int>(layout), " is not a layout");
+    if (layout == QueueLayout::Checksum && policy != Policy::OneSided && policy != Policy::OwnerInvoked)
+      fail("objects: a checksum Queue lives at its host (OneSided or OwnerInvoked), not ", name(policy));
+    return layout;
+  }
+  void check_level(Level level) const {
+    if (level > Level::Local) fail("objects: Queue level ", static_cast<int>(level), " is not a level");
+    if (level == Level::PhasalPush || level == Level::PhasalPop) {
+      if (layout_ == QueueLayout::Checksum) fail("objects: a checksum Queue is fully atomic (Level::Atomic or Level::Local), not phasal");
+    } else if (level == Level::Local) {
+      if (host() != ctx_.rank()) fail("objects: Queue Level::Local is the host's: rank ", ctx_.rank(), " called it on a queue hosted by rank ", host());
+      if (slots_.in_region()) fail("objects: Queue Level::Local needs the queue at its host; a Cached queue's words are region atomic words");
+    }
+  }
+
+  // The fully atomic algorithm of the queue's layout (Level::Atomic and Level::Local).
+  template <typename S>
+  Status push_atomic_on(S& s, const T& v, uint64_t& hint) {
+    return layout_ == QueueLayout::Checksum ? queue::push_checksum(s, capacity(), v, hint) : queue::push_atomic(s, capacity(), v, hint);
+  }
+  template <typename S>
+  Popped pop_atomic_on(S& s, uint64_t& hint) {
+    return layout_ == QueueLayout::Checksum ? queue::pop_checksum<S, T>(s, capacity(), hint) : queue::pop_atomic<S, T>(s, capacity(), hint);
+  }
+
   template <typename S>
   Status push_on(S& s, const T& v, Level level) {
-    if (level == Level::Atomic) {
+    if (level == Level::Atomic || level == Level::Local) {
       uint64_t hint = tail_hint_.load(std::memory_order_relaxed);
-      const Status st = queue::push_atomic(s, capacity(), v, hint);
+      const Status st = push_atomic_on(s, v, hint);
       tail_hint_.store(hint, std::memory_order_relaxed);
       return st;
     }
@@ -119,9 +175,9 @@ class Queue {
   }
   template <typename S>
   Popped pop_on(S& s, Level level) {
-    if (level == Level::Atomic) {
+    if (level == Level::Atomic || level == Level::Local) {
       uint64_t hint = head_hint_.load(std::memory_order_relaxed);
-      const Popped r = queue::pop_atomic<S, T>(s, capacity(), hint);
+      const Popped r = pop_atomic_on(s, hint);
       head_hint_.store(hint, std::memory_order_relaxed);
       return r;
     }
@@ -147,15 +203,22 @@ class Queue {
     if (q.get() != nullptr && q.get()->host() == q.get()->ctx_.rank()) return q;
     return {};
   }
+  // What a caller may ship at its layout: the fully atomic level, or the phase of this
+  // operation on a sequence queue (Level::Local never travels).
+  bool shippable(Level level, Level phase) const {
+    return level == Level::Atomic || (level == phase && layout_ == QueueLayout::Sequence);
+  }
   static Status on_push(uint32_t id, const T& v, Level level) noexcept {
     const auto pin = at_host(id);
     Queue* q = pin.get();
-    return q != nullptr ? q->local_push(v, level) : Status::NoObject;
+    if (q == nullptr) return Status::NoObject;
+    return q->shippable(level, Level::PhasalPush) ? q->local_push(v, level) : Status::BadRequest;
   }
   static Popped on_pop(uint32_t id, Level level) noexcept {
     const auto pin = at_host(id);
     Queue* q = pin.get();
-    return q != nullptr ? q->local_pop(level) : Popped{Status::NoObject, T{}};
+    if (q == nullptr) return Popped{Status::NoObject, T{}};
+    return q->shippable(level, Level::PhasalPop) ? q->local_pop(level) : Popped{Status::BadRequest, T{}};
   }
 
   void check(Status st) const {
@@ -164,14 +227,17 @@ class Queue {
       case Status::WrongPhase: fail("objects: Queue pop in a pop phase met a slot not yet published (a push ran during the phase)");
       case Status::Corrupt: fail("objects: Queue slot changed while held, or a cached copy older than its sequence (corrupt memory, or a coherence fault)");
       case Status::NoObject: fail("objects: rank ", host(), " has no such Queue (was it made by every process?)");
+      case Status::BadRequest: fail("objects: rank ", host(), " refused a Queue request at a level its queue does not run");
     }
   }
 
   Context& ctx_;
+  QueueLayout layout_;
   Router router_;
   SlotArray<T> slots_;
   std::optional<RemoteSlots<T>> remote_;
   std::optional<RegionSlots<T>> region_;
+  std::optional<LocalSlots<T>> local_;  // at the host of a queue at its host (Level::Local)
   std::atomic<uint64_t> head_seen_{0}, tail_seen_{0};  // lower bounds, for the phasal levels
   std::atomic<uint64_t> head_hint_{0}, tail_hint_{0};  // where the counters last were (atomic level)
   uint32_t id_ = 0;

@@ -22,7 +22,7 @@ void Queue<T>::on_push_many(uint32_t id, Level level, GlobalPtr<uint64_t> done, 
   try {
     const auto pin = at_host(id);
     Queue* q = pin.get();
-    if (q == nullptr || bytes.size() % sizeof(T) != 0) return;
+    if (q == nullptr || bytes.size() % sizeof(T) != 0 || !q->shippable(level, Level::PhasalPush)) return;
     const size_t n = bytes.size() / sizeof(T);
     std::vector<T> values(n);
     if (n != 0) std::memcpy(values.data(), bytes.data(), bytes.size());
@@ -30,7 +30,7 @@ void Queue<T>::on_push_many(uint32_t id, Level level, GlobalPtr<uint64_t> done, 
     LocalSlots<T> s = q->slots_.local(0);
     if (level == Level::Atomic) {
       uint64_t hint = q->tail_hint_.load(std::memory_order_relaxed);
-      while (pushed < n && queue::push_atomic(s, q->capacity(), values[pushed], hint) == Status::Ok) ++pushed;
+      while (pushed < n && q->push_atomic_on(s, values[pushed], hint) == Status::Ok) ++pushed;
       q->tail_hint_.store(hint, std::memory_order_relaxed);
     } else {
       uint64_t seen = q->head_seen_.load(std::memory_order_relaxed);
@@ -48,13 +48,13 @@ void Queue<T>::on_pop_many(uint32_t id, Level level, uint64_t n, GlobalPtr<uint6
   try {
     const auto pin = at_host(id);
     Queue* q = pin.get();
-    if (q == nullptr) return;
+    if (q == nullptr || !q->shippable(level, Level::PhasalPop)) return;
     std::vector<T> values;
     LocalSlots<T> s = q->slots_.local(0);
     if (level == Level::Atomic) {
       uint64_t hint = q->head_hint_.load(std::memory_order_relaxed);
       for (uint64_t k = 0; k < n; ++k) {
-        const Popped r = queue::pop_atomic<LocalSlots<T>, T>(s, q->capacity(), hint);
+        const Popped r = q->pop_atomic_on(s, hint);
         if (r.status != Status::Ok) break;
         values.push_back(r.value);
       }
@@ -74,6 +74,12 @@ void Queue<T>::on_pop_many(uint32_t id, Level level, uint64_t n, GlobalPtr<uint6
 template <typename T>
 size_t Queue<T>::push_many(std::span<const T> values, Level level) {
   if (level == Level::PhasalPop) fail("objects: Queue push during a pop phase");
+  check_level(level);
+  if (level == Level::Local) {  // the host's own memory: one at a time, nothing to amortize
+    size_t k = 0;
+    while (k < values.size() && try_push(values[k], level)) ++k;
+    return k;
+  }
   const Policy p = router_.route_batch(Op::QueuePush, level, values.size());
   if (p != Policy::OwnerInvoked || host() == ctx_.rank()) {
     if (level == Level::Atomic || p == Policy::OwnerInvoked) {
@@ -109,10 +115,11 @@ size_t Queue<T>::push_many(std::span<const T> values, Level level) {
 template <typename T>
 std::vector<T> Queue<T>::pop_many(size_t n, Level level) {
   if (level == Level::PhasalPush) fail("objects: Queue pop during a push phase");
-  const Policy p = router_.route_batch(Op::QueuePop, level, n);
+  check_level(level);
+  const Policy p = level == Level::Local ? Policy::OneSided : router_.route_batch(Op::QueuePop, level, n);
   std::vector<T> out;
   if (p != Policy::OwnerInvoked || host() == ctx_.rank()) {
-    if (level == Level::Atomic || p == Policy::OwnerInvoked) {
+    if (level == Level::Atomic || level == Level::Local || p == Policy::OwnerInvoked) {
       while (out.size() < n) {
         std::optional<T> v = try_pop(level);
         if (!v) break;

@@ -29,7 +29,7 @@ namespace loom::objects::queue {
 
 constexpr int kHead = 0, kTail = 1;
 
-enum class Status : uint8_t { Ok, Full, Empty, WrongPhase, Corrupt, NoObject };
+enum class Status : uint8_t { Ok, Full, Empty, WrongPhase, Corrupt, NoObject, BadRequest };
 
 template <typename T>
 struct Popped {
@@ -42,6 +42,16 @@ struct Popped {
 // this many times in a row, the queue's words disagree (an out-of-phase batch from another
 // process, a corrupt word) and the operation ends Corrupt instead of spinning for ever.
 inline constexpr int kAheadLimit = 4;
+
+// Claims position pos on counter c by CAS (pos -> pos + 1); otherwise pos becomes the counter's
+// value, where the caller looks next.
+template <typename S>
+bool claim(S& s, int c, uint64_t& pos) {
+  const uint64_t old = s.counter_cas(c, pos, pos + 1, Order::Relaxed);
+  if (old == pos) return true;
+  pos = old;
+  return false;
+}
 
 // The counter and the sequence of the slot it last pointed at (`hint`, a lower bound) are read
 // together; with a right hint a push is three round trips: those reads, the claim, and the value
@@ -63,9 +73,8 @@ Status push_atomic(S& s, size_t cap, const T& v, uint64_t& hint) {
       if (++ahead == kAheadLimit) return Status::Corrupt;
       continue;
     }
-    const uint64_t old = s.counter_cas(kTail, pos, pos + 1, Order::Relaxed);
-    if (old != pos) {
-      pos = old, ahead = 0;
+    if (!claim(s, kTail, pos)) {
+      ahead = 0;
       continue;
     }
     hint = pos + 1;
@@ -90,9 +99,8 @@ Popped<T> pop_atomic(S& s, size_t cap, uint64_t& hint) {
       if (++ahead == kAheadLimit) return Popped<T>{Status::Corrupt, T{}};
       continue;
     }
-    const uint64_t old = s.counter_cas(kHead, pos, pos + 1, Order::Relaxed);
-    if (old != pos) {
-      pos = old, ahead = 0;
+    if (!claim(s, kHead, pos)) {
+      ahead = 0;
       continue;
     }
     hint = pos + 1;

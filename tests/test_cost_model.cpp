@@ -109,6 +109,29 @@ TEST(CostModel, AContendedQueueOperationPaysTheContendedClaim) {
   EXPECT_THROW(predict_contended(c, Op::HashInsert, Level::Atomic), loom::Error);
 }
 
+TEST(CostModel, TheLocalLevelCostsTheOperationOnTheHostsMemoryUnderEveryPolicy) {
+  const Components c = powers();
+  for (Policy p : loom::objects::kFixedPolicies) {
+    EXPECT_EQ(predict(c, Op::QueuePush, p, Level::Local), c.op + c.h_push);
+    EXPECT_EQ(predict(c, Op::QueuePop, p, Level::Local), c.op + c.h_pop);
+  }
+  EXPECT_THROW(predict(c, Op::HashInsert, Policy::OneSided, Level::Local), loom::Error);
+  EXPECT_THROW(loom::objects::predict_contended(c, Op::QueuePush, Level::Local), loom::Error);
+  loom::objects::Workload w;
+  w.level = Level::Local;
+  EXPECT_FALSE(loom::objects::prefer_cached(c, Op::QueuePush, Op::QueuePop, w)) << "Local keeps the queue at its host";
+}
+
+TEST(CostModel, AChecksumQueueOperationIsItsReadsAClaimAndOneWrite) {
+  const Components c = powers();
+  using loom::objects::predict_checksum;
+  EXPECT_EQ(predict_checksum(c, Op::QueuePush, Policy::OneSided), c.op + c.atomic_read + c.post + c.cas + c.put);
+  EXPECT_EQ(predict_checksum(c, Op::QueuePop, Policy::OneSided), c.op + c.atomic_read + 2 * c.post + c.cas + c.put);
+  EXPECT_EQ(predict_checksum(c, Op::QueuePop, Policy::OwnerInvoked), predict(c, Op::QueuePop, Policy::OwnerInvoked, Level::Atomic));
+  EXPECT_THROW(predict_checksum(c, Op::QueuePush, Policy::Cached), loom::Error);
+  EXPECT_THROW(predict_checksum(c, Op::HashFind, Policy::OneSided), loom::Error);
+}
+
 TEST(CostModel, AOneSidedOperationCountsTheFabricOperationsItMakes) {
   const Components c = powers();
   // A seqlock's state word is read by an atomic read (a load where the memory is mapped), not a

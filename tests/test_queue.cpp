@@ -2,7 +2,8 @@
 // between processes and threads: pushing and popping at once through a queue smaller than what
 // passes through it, nothing is lost or duplicated and each consumer sees each producer's values
 // in order; the same through a push phase and a pop phase, one at a time and in batches; full
-// and empty queues answer so; bad construction is a clear error.
+// and empty queues answer so; bad construction is a clear error. Seed 001's checksum queue under
+// the same traffic, and the Local level (the host's threads alone).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "loom/dsm/common/error.hpp"
+#include "loom/objects/hash_map.hpp"
 #include "loom/objects/queue.hpp"
 #include "tests/mp_test.hpp"
 #include "tests/objects_test.hpp"
@@ -20,6 +22,7 @@
 using loom::objects::Level;
 using loom::objects::Policy;
 using loom::objects::Queue;
+using loom::objects::QueueLayout;
 using loom::test::rt;
 
 namespace {
@@ -37,6 +40,9 @@ class Queues : public loom::test::WithContext {
     ctx().process_barrier();
     return p;
   }
+  // Every thread of every process pushes its values and pops at once through q (smaller than
+  // what passes through it): each value once, each producer's in order.
+  static void every_value_once(Queue<uint64_t>& q);
 };
 
 uint64_t value_of(int producer, uint64_t i) { return (static_cast<uint64_t>(producer) << 32) | i; }
@@ -73,8 +79,23 @@ void check_delivery(const std::vector<std::vector<uint64_t>>& mine, uint64_t per
 }
 
 TEST_P(Queues, EveryValueArrivesOnceInEachProducersOrder) {
-  constexpr uint64_t kPer = 300;
   Queue<uint64_t> q(ctx(), np() - 1, 32, policy());
+  every_value_once(q);
+}
+
+// Seed 001's checksum queue: the same traffic; at its host only (OneSided, OwnerInvoked).
+TEST_P(Queues, AChecksumQueueMovesEveryValueOnceInEachProducersOrder) {
+  if (policy() == Policy::Cached || policy() == Policy::Auto) {
+    EXPECT_THROW(Queue<uint64_t>(ctx(), 0, 32, QueueLayout::Checksum, policy()), loom::Error);
+    return;
+  }
+  Queue<uint64_t> q(ctx(), np() - 1, 32, QueueLayout::Checksum, policy());
+  EXPECT_EQ(q.layout(), QueueLayout::Checksum);
+  every_value_once(q);
+}
+
+void Queues::every_value_once(Queue<uint64_t>& q) {
+  constexpr uint64_t kPer = 300;
   std::atomic<uint64_t> popped_here{0};
   std::vector<std::vector<uint64_t>> got(static_cast<size_t>(threads()));
   const uint64_t total = kPer * static_cast<uint64_t>(np() * threads());
@@ -191,6 +212,74 @@ TEST_P(Queues, BadHostsCapacitiesAndPhasesAreClearErrors) {
   Queue<uint64_t> q(ctx(), 0, 8, policy());
   EXPECT_THROW(q.try_push(1, Level::PhasalPop), loom::Error);
   EXPECT_THROW((void)q.try_pop(Level::PhasalPush), loom::Error);
+  ctx().process_barrier();
+}
+
+TEST_P(Queues, AChecksumQueueSaysFullAndEmptyAndRefusesPhases) {
+  if (policy() == Policy::Cached || policy() == Policy::Auto) return;  // refused (above)
+  Queue<uint64_t> q(ctx(), 0, 4, QueueLayout::Checksum, policy());
+  if (me() == np() - 1) {
+    for (int lap = 0; lap < 3; ++lap) {
+      EXPECT_FALSE(q.try_pop().has_value());
+      for (uint64_t i = 0; i < 4; ++i) EXPECT_TRUE(q.try_push(i + 10 * static_cast<uint64_t>(lap)));
+      EXPECT_FALSE(q.try_push(99)) << "a fifth value in a queue of 4";
+      for (uint64_t i = 0; i < 4; ++i) EXPECT_EQ(q.try_pop(), std::optional<uint64_t>(i + 10 * static_cast<uint64_t>(lap)));
+    }
+    const uint64_t run[] = {0, 0, 0};  // a value whose bytes are zero, three times
+    EXPECT_EQ(q.push_many(run), 3u);
+    EXPECT_EQ(q.pop_many(5), std::vector<uint64_t>(3, 0));
+    EXPECT_THROW(q.try_push(1, Level::PhasalPush), loom::Error);
+    EXPECT_THROW((void)q.try_pop(Level::PhasalPop), loom::Error);
+    EXPECT_THROW((void)q.pop_many(2, Level::PhasalPop), loom::Error);
+  }
+  ctx().process_barrier();
+}
+
+// Level::Local: the host's threads push and pop at once on its own memory (no fabric, no
+// call), then, after a barrier, every process pops what is left at the atomic level.
+TEST_P(Queues, TheHostsThreadsShareTheQueueAtTheLocalLevel) {
+  const int host = np() - 1;
+  for (QueueLayout layout : {QueueLayout::Sequence, QueueLayout::Checksum}) {
+    const bool checksum = layout == QueueLayout::Checksum;
+    if (checksum && (policy() == Policy::Cached || policy() == Policy::Auto)) continue;
+    Queue<uint64_t> q(ctx(), host, 64, layout, policy());
+    if (q.placement() == Policy::Cached) {  // a Cached queue's words are region atomic words
+      if (me() == host) {
+        EXPECT_THROW(q.try_push(1, Level::Local), loom::Error);
+      }
+      ctx().process_barrier();
+      continue;
+    }
+    constexpr uint64_t kPer = 400;
+    std::vector<std::vector<uint64_t>> got(static_cast<size_t>(threads()));
+    if (me() == host) {
+      on_every_thread([&](int t) {
+        auto& mine = got[static_cast<size_t>(t)];
+        for (uint64_t i = 0; i < kPer; ++i) {
+          while (!q.try_push(value_of(t, i), Level::Local))
+            if (auto v = q.try_pop(Level::Local)) mine.push_back(*v);
+          if (i % 2 == 0)
+            if (auto v = q.try_pop(Level::Local)) mine.push_back(*v);
+        }
+      });
+    } else {
+      EXPECT_THROW(q.try_push(1, Level::Local), loom::Error) << "Local from a rank that is not the host";
+      EXPECT_THROW((void)q.try_pop(Level::Local), loom::Error);
+    }
+    ctx().process_barrier();
+    std::vector<std::vector<uint64_t>> rest(1);
+    while (auto v = q.try_pop()) rest[0].push_back(*v);
+    ctx().process_barrier();
+    for (auto& r : rest) got.push_back(std::move(r));
+    check_delivery(got, kPer, threads());  // the host's threads were the producers
+    ctx().process_barrier();
+  }
+}
+
+TEST_P(Queues, AHashMapRefusesTheLocalLevel) {
+  loom::objects::HashMap<uint64_t, uint64_t> m(ctx(), 64, policy());
+  EXPECT_THROW(m.insert(1, 1, Level::Local), loom::Error);
+  EXPECT_THROW((void)m.find(1, Level::Local), loom::Error);
   ctx().process_barrier();
 }
 

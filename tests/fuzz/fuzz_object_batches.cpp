@@ -2,7 +2,8 @@
 // of a HashMap part or the host of a Queue runs for a call from another process, with every
 // argument from the wire — the object's id, the level, a count, the caller's reply pointers and
 // the bytes of entries, keys or values. A lone-process job (a real Runtime and Context) holds an
-// owner-invoked HashMap (object 0) and Queue (object 1); each input is one call. A handler must
+// owner-invoked HashMap (object 0), Queue (object 1) and checksum Queue (object 2); each input is
+// one call. A handler must
 // neither fault nor write outside the registered memory the reply pointers name, and a reply
 // lands only in it.
 #include <cstdint>
@@ -32,6 +33,7 @@ struct Harness {
   Context ctx{rt};
   Map map{ctx, 1024, Policy::OwnerInvoked};
   Q queue{ctx, 0, 256, Policy::OwnerInvoked};
+  Q checksum_queue{ctx, 0, 256, QueueLayout::Checksum, Policy::OwnerInvoked};
   memory::RDMAMemory reply = rt.heap().allocate(kReplyWords * 8);
   ~Harness() { rt.heap().free(reply.addr); }
 };
@@ -74,7 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in{data, size};
   const uint8_t handler = in.byte() % 4;
   const uint8_t id_byte = in.byte();
-  const uint32_t id = id_byte < 250 ? id_byte % 3 : static_cast<uint32_t>(in.word());
+  const uint32_t id = id_byte < 250 ? id_byte % 4 : static_cast<uint32_t>(in.word());
   const auto level = static_cast<Level>(in.byte());  // any byte: the wire may carry any
   std::vector<std::byte> bytes;
   auto rest = [&] { bytes.assign(reinterpret_cast<const std::byte*>(in.p), reinterpret_cast<const std::byte*>(in.p) + in.n); };
