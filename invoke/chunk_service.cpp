@@ -17,7 +17,7 @@ void check_chunk_request(const Invoker& inv, const ChunkRequest& r) {
 
 }  // namespace
 
-// Allocates the chunks in this process's heap, announces them to the destination thread's
+// Allocates the chunks in the heap of the destination thread's zone, announces them to the destination thread's
 // Inbox (which takes them in order at its next poll) and answers with their addresses and keys.
 std::vector<std::byte> handle_chunk_request(Invoker& inv, const runtime::ServiceRequest& req) {
   auto r = decode<ChunkRequest>(req.payload, "chunk request");
@@ -30,8 +30,9 @@ std::vector<std::byte> handle_chunk_request(Invoker& inv, const runtime::Service
   a.first = r.first != 0;
   a.chunk_size = r.chunk_size;
   std::vector<std::byte> reply(r.count * sizeof(ChunkReply));
+  Inbox& inbox = inv.inbox(static_cast<int>(r.thread));
   for (uint32_t i = 0; i < r.count; ++i) {
-    memory::RDMAMemory m = inv.heap().allocate(r.chunk_size);
+    memory::RDMAMemory m = inbox.chunk_heap().allocate(r.chunk_size);
     // All of it: heap memory is reused, and a stale record of an earlier channel whose stamp
     // happened to match this channel's offsets would run again.
     std::memset(m.addr, 0, r.chunk_size);
@@ -40,7 +41,7 @@ std::vector<std::byte> handle_chunk_request(Invoker& inv, const runtime::Service
     ChunkReply cr{m.address(), m.rkey, 0};
     std::memcpy(reply.data() + i * sizeof cr, &cr, sizeof cr);
   }
-  inv.inbox(static_cast<int>(r.thread)).announce(std::move(a));
+  inbox.announce(std::move(a));
   return reply;
 }
 

@@ -16,16 +16,19 @@ Inbox::Inbox(Invoker& inv, int index) : inv_(inv), index_(index) {
 
 Inbox::~Inbox() {
   auto& heap = inv_.heap();
+  auto& chunks = chunk_heap();
   Announcement a;
   while (announced_.try_pop(a))
-    for (auto& c : a.chunks) heap.free(c.addr);
+    for (auto& c : a.chunks) chunks.free(c.addr);
   for (auto& ch : channels_) {
-    for (auto& c : ch->ring) heap.free(c.addr);
-    for (auto& c : ch->pending) heap.free(c.addr);
+    for (auto& c : ch->ring) chunks.free(c.addr);
+    for (auto& c : ch->pending) chunks.free(c.addr);
   }
   for (auto& p : pulls_) heap.free(p.pulled.addr);  // none left after discard_unrun, which waits for their READs
   heap.free(scratch_.addr);
 }
+
+memory::RegisteredHeap& Inbox::chunk_heap() { return inv_.runtime().heap(inv_.runtime().thread_zone(index_)); }
 
 void Inbox::announce(Announcement a) {
   announced_.push(std::move(a));
@@ -77,7 +80,7 @@ void Inbox::take_announcements() {
     if (it == by_sender_.end()) {
       inv_.report("chunks announced for an unknown sender " + std::to_string(a.sender >> 32) + "/" +
                   std::to_string(a.sender & 0xffffffffu));
-      for (auto& c : a.chunks) inv_.heap().free(c.addr);
+      for (auto& c : a.chunks) chunk_heap().free(c.addr);
       continue;
     }
     for (auto& c : a.chunks) it->second->pending.push_back(c);

@@ -43,6 +43,9 @@ class Inbox {
     std::vector<memory::RDMAMemory> chunks;
   };
   void announce(Announcement a);
+  // Where this thread's chunks live: the heap of its NUMA zone (seed 000: chunks in the zone of
+  // the receiving thread; Runtime::thread_zone).
+  memory::RegisteredHeap& chunk_heap();
   void deliver_send(int src_rank, std::vector<std::byte> frame);
   int index() const { return index_; }
   // Calls run so far (and bad calls skipped), for the barrier's counts.

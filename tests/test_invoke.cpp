@@ -100,6 +100,37 @@ TEST(Invoke, PerSenderFifoAndExactlyOnceAcrossRotationAndGrowth) {
   rt().barrier();
 }
 
+// Seed 000: a receiving thread's chunks are allocated in its NUMA zone. Every thread calls every
+// thread once; then each zone that holds a thread of this process but is not the process's own
+// holds live allocations (chunks) and a zone holding none of its threads holds none. Trivial on
+// a one-zone machine; the suite runs on a synthetic two-zone machine under map-by spread too
+// (invoke.zones-spread.np2), where thread 1 is in the other zone.
+TEST(Invoke, ChunksLiveInTheZoneOfTheirReceivingThread) {
+  static std::atomic<uint64_t> got[64];
+  for (auto& g : got) g = 0;
+  Invoker inv(rt(), small_rings(8));
+  ASSERT_LE(inv.threads(), 64);
+  const int total = inv.total_threads();
+  on_threads([&](int me) {
+    for (int d = 0; d < total; ++d) {
+      const Thread dest = inv.thread_of(d);
+      ASSERT_TRUE(call(dest, [idx = dest.index] { got[idx].fetch_add(1); }));
+    }
+    inv.flush();
+    poll_until(got[me], static_cast<uint64_t>(total));  // one call from every thread
+  });
+  rt().barrier();
+  std::vector<bool> has_thread(static_cast<size_t>(rt().numa_zones()), false);
+  for (int t = 0; t < inv.threads(); ++t) has_thread[static_cast<size_t>(rt().thread_zone(t))] = true;
+  for (int z = 0; z < rt().numa_zones(); ++z) {
+    if (z == rt().local_zone()) continue;
+    if (has_thread[static_cast<size_t>(z)]) EXPECT_GT(rt().heap(z).live_allocations(), 0u) << "zone " << z;
+    else EXPECT_EQ(rt().heap(z).live_allocations(), 0u) << "zone " << z;
+  }
+  EXPECT_EQ(inv.bad_calls(), 0u);
+  rt().barrier();
+}
+
 TEST(Invoke, SlowReceiverFailsAtTheChunkLimitThenReceivesEverything) {
   const uint32_t kMax = 4;
   // Reset before the Invoker exists: its helper may run calls as soon as it does.

@@ -75,6 +75,7 @@ TEST(HostList, NodeCommandsCarryTheProcessOptions) {
   Options o;
   o.hosts = {{"a", 2}, {"b", 3}};
   o.threads = "2";
+  o.map_by = "zone";
   o.same_layout = true;
   o.prefix = false;
   o.program = 0;
@@ -84,6 +85,8 @@ TEST(HostList, NodeCommandsCarryTheProcessOptions) {
   EXPECT_TRUE(has("--no-prefix"));
   ASSERT_TRUE(has("--threads"));
   EXPECT_EQ(*(std::find(c.begin(), c.end(), "--threads") + 1), "2");
+  ASSERT_TRUE(has("--map-by"));
+  EXPECT_EQ(*(std::find(c.begin(), c.end(), "--map-by") + 1), "zone");
   EXPECT_EQ(*(std::find(c.begin(), c.end(), "-n") + 1), "3");
   ASSERT_GE(c.size(), 3u);
   EXPECT_EQ(c[c.size() - 3], "--");

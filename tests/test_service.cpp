@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <span>
+#include <vector>
 #include <string>
 
 #include "loom/dsm/runtime/remote_memory.hpp"
@@ -198,6 +200,37 @@ TEST(RemoteMemory, AllocateWriteReadFree) {
   rt().barrier();
   EXPECT_EQ(rt().heap().live_allocations(), 0u);
   rt().allocator().free_chunk(local);
+}
+
+// Seed 000: remote memory in the zone of a named thread. Every process tells the zones of its
+// threads; an allocation near thread t of the right neighbour comes from that thread's zone.
+// Under map-by zone each process's zone is its local rank's turn over the zones (the suite also
+// runs on a synthetic two-zone machine: tests/CMakeLists.txt, service.zones.*).
+TEST(RemoteMemory, AnAllocationNearAThreadTakesThatThreadsZone) {
+  const int threads = rt().threads_started();
+  std::vector<int32_t> mine;
+  for (int t = 0; t < threads; ++t) mine.push_back(rt().thread_zone(t));
+  const auto all = rt().bootstrap().allgather(std::as_bytes(std::span(mine)));
+  const int dst = right();
+  const auto& theirs = all[static_cast<size_t>(dst)];
+  for (int t = 0; t * 4 < static_cast<int>(theirs.size()); ++t) {
+    int32_t zone;
+    std::memcpy(&zone, theirs.data() + 4 * t, 4);
+    RemoteMemoryLocator loc = remote_allocate_near(rt(), dst, t, 4096);
+    EXPECT_EQ(loc.zone, zone) << "thread " << t << " of rank " << dst;
+    remote_free(rt(), loc);
+  }
+  EXPECT_THROW(remote_allocate_near(rt(), dst, 1 << 20, 64), Error);  // no such thread there
+  EXPECT_THROW(remote_allocate_near(rt(), dst, -1, 64), Error);
+  EXPECT_THROW(remote_allocate_near(rt(), dst, 0, 0), Error);
+  EXPECT_THROW(remote_allocate_near(rt(), rt().size(), 0, 64), Error);
+  const auto& shape = rt().machine_shape();
+  if (rt().map_by() == runtime::MapBy::Zone && shape.zones() == rt().numa_zones()) {
+    EXPECT_EQ(rt().local_zone(), rt().bootstrap().local_rank() % shape.zones());
+    for (int t = 0; t < threads; ++t) EXPECT_EQ(rt().thread_zone(t), rt().local_zone());
+  }
+  rt().barrier();
+  EXPECT_EQ(rt().heap().live_allocations(), 0u);
 }
 
 TEST(Runtime, NamesMachinesProcessesAndThreads) {

@@ -29,6 +29,9 @@ inline constexpr Setting kStoppedLimit{"LOOM_STOPPED_LIMIT_MS", T::Int, "3000", 
                                        "a rank stopped this long ends the job (loomrun; under PMIx the waits on its host); 0 = never"};
 inline constexpr Setting kLog{"LOOM_LOG", T::Choice, "warn", "error|warn|info|debug", "log level"};
 inline constexpr Setting kPin{"LOOM_PIN", T::Choice, "auto", "on|off|auto", "pin threads to cores with hwloc"};
+inline constexpr Setting kMapBy{"LOOM_MAP_BY", T::Choice, "core", "core|zone|spread",
+                                "where a process's threads and memory go (loomrun --map-by): the host's cores in order, a "
+                                "NUMA zone per process, or each process's threads over every zone"};
 inline constexpr Setting kHugePages{"LOOM_HUGE_PAGES", T::Bool, "1", "", "use a hugetlbfs mount with free pages"};
 inline constexpr Setting kSuperchunk{"LOOM_SUPERCHUNK_SIZE", T::Size, "1G", "2M..64G",
                                      "size of each registered mapping an RDMAAllocator takes (a multiple of 2M)"};
@@ -83,7 +86,7 @@ inline constexpr Setting kQpsPerPeer{"LOOM_QPS_PER_PEER", T::Int, "1", "1..16",
 
 inline constexpr const Setting* kAll[] = {
     &kRank,      &kSize,      &kLocalRank,  &kLocalSize,     &kJobId,         &kJobDir,        &kNode, &kNodes, &kBootFd, &kThreads,
-    &kProvider,  &kShmDir,    &kSweep,      &kLog,           &kPin,           &kHugePages,     &kSuperchunk,
+    &kProvider,  &kShmDir,    &kSweep,      &kLog,           &kPin,  &kMapBy,  &kHugePages,     &kSuperchunk,
     &kHeapFit,   &kServiceBuffers, &kServiceMessage, &kShmRnrTimeout, &kWire, &kEmulateNodes, &kBootstrap, &kRsh, &kRendezvousAddr, &kRendezvousTimeout, &kHeartbeat, &kNodeTimeout, &kVerbsDevice, &kVerbsPort,
     &kVerbsGidIndex, &kVerbsTimeout, &kVerbsRetry, &kVerbsGrh, &kStoppedLimit, &kCheck, &kStallReport, &kOffload, &kOffloadWake, &kOffloadQueue, &kQpsPerPeer};
 inline constexpr Table kTable{"dsm", kAll};

@@ -10,8 +10,8 @@ namespace {
 constexpr uint64_t kMaxRemoteAllocation = 1ull << 34;  // 16 GiB: larger requests are refused
 
 struct AllocRequest {
-  int32_t zone;
-  uint32_t pad;
+  int32_t zone;    // -1: the process's own, unless a thread is named
+  int32_t thread;  // -1: none; else the zone is that thread's
   uint64_t size;
 };
 struct AllocReply {
@@ -60,7 +60,10 @@ void register_remote_memory_handlers(Runtime& rt) {
     auto a = decode<AllocRequest>(req.payload, "remote allocate");
     if (a.zone < -1 || a.zone >= r->numa_zones()) fail("no NUMA zone ", a.zone, " here (zones 0..", r->numa_zones() - 1, ")");
     if (a.size == 0 || a.size > kMaxRemoteAllocation) fail("allocation of ", a.size, " bytes is outside 1..", kMaxRemoteAllocation);
-    memory::RegisteredHeap& h = r->heap(a.zone);
+    if (a.thread != -1 && a.zone != -1) fail("remote allocate: a zone (", a.zone, ") and a thread (", a.thread, ") named together");
+    if (a.thread < -1 || a.thread >= r->threads_started())
+      fail("remote allocate: rank ", r->rank(), " has no thread ", a.thread, " (threads 0..", r->threads_started() - 1, ")");
+    memory::RegisteredHeap& h = r->heap(a.thread >= 0 ? r->thread_zone(a.thread) : a.zone);
     memory::RDMAMemory m = h.allocate(a.size);
     return encode(AllocReply{h.zone(), m.rkey, m.address(), m.size});
   });
@@ -82,14 +85,26 @@ void register_remote_memory_handlers(Runtime& rt) {
 }
 }  // namespace runtime
 
+namespace {
+RemoteMemoryLocator allocate_at(Runtime& rt, int rank, const AllocRequest& req) {
+  auto reply = rt.service().call_sync(rank, runtime::Service::id_of("loom.memory.allocate"), encode(req));
+  auto a = decode<AllocReply>(reply, "remote allocate reply");
+  if (a.size < req.size) fail("remote_allocate: rank ", rank, " returned ", a.size, " bytes for a request of ", req.size);
+  return RemoteMemoryLocator{rank, a.zone, a.addr, a.size, a.rkey};
+}
+}  // namespace
+
 RemoteMemoryLocator remote_allocate(Runtime& rt, int rank, uint64_t size, int zone) {
   if (rank < 0 || rank >= rt.size()) fail("remote_allocate: rank ", rank, " is not in 0..", rt.size() - 1);
   if (size == 0) fail("remote_allocate: size 0");
-  auto reply = rt.service().call_sync(rank, runtime::Service::id_of("loom.memory.allocate"),
-                                      encode(AllocRequest{zone, 0, size}));
-  auto a = decode<AllocReply>(reply, "remote allocate reply");
-  if (a.size < size) fail("remote_allocate: rank ", rank, " returned ", a.size, " bytes for a request of ", size);
-  return RemoteMemoryLocator{rank, a.zone, a.addr, a.size, a.rkey};
+  return allocate_at(rt, rank, AllocRequest{zone, -1, size});
+}
+
+RemoteMemoryLocator remote_allocate_near(Runtime& rt, int rank, int thread, uint64_t size) {
+  if (rank < 0 || rank >= rt.size()) fail("remote_allocate_near: rank ", rank, " is not in 0..", rt.size() - 1);
+  if (thread < 0) fail("remote_allocate_near: thread ", thread, " is negative");
+  if (size == 0) fail("remote_allocate_near: size 0");
+  return allocate_at(rt, rank, AllocRequest{-1, thread, size});
 }
 
 RemoteMemoryLocator registration_at(Runtime& rt, int rank, uint64_t addr, uint64_t len) {

@@ -20,6 +20,9 @@ struct RemoteMemoryLocator {
 
 // zone -1: the target process's own zone. Throws loom::Error with the target's reason.
 RemoteMemoryLocator remote_allocate(Runtime& rt, int rank, uint64_t size, int zone = -1);
+// In the NUMA zone of thread `thread` of `rank` (seed 000: a zone named by a long-lived thread's
+// name; Runtime::thread_zone there). A thread the target has not started is an error.
+RemoteMemoryLocator remote_allocate_near(Runtime& rt, int rank, int thread, uint64_t size);
 void remote_free(Runtime& rt, const RemoteMemoryLocator& loc);
 
 // The registration of `rank` that holds [addr, addr+len): its whole range and key (a service

@@ -216,6 +216,8 @@ void Runtime::setup_topology() {
   topology_ = topo;
   numa_zones_hint_ = std::max(1, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE));
   int cores = std::max(1, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE));
+  read_machine_shape();
+  map_by_ = runtime::parse_map_by(settings::get_choice(settings::dsm::kMapBy));
   std::string mode = settings::get_choice(settings::dsm::kPin);
   if (mode == "on") pin_ = true;
   else if (mode == "off") pin_ = false;
@@ -223,21 +225,40 @@ void Runtime::setup_topology() {
   else fail("LOOM_PIN='", mode, "' must be auto, on or off");
   if (!pin_ && mode == "auto" && local_rank_ == 0)
     log::info("not pinning: ", local_size_, " processes x ", threads_, " threads exceed ", cores, " cores");
-  // The process's zone: the NUMA node of the core its main thread will run on.
-  local_zone_ = 0;
-  if (pin_ && numa_zones_hint_ > 1) {
-    hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (local_rank_ * threads_) % cores);
-    if (core != nullptr) {
-      hwloc_obj_t node = hwloc_get_next_obj_covering_cpuset_by_type(topo, core->cpuset, HWLOC_OBJ_NUMANODE, nullptr);
-      if (node != nullptr) local_zone_ = static_cast<int>(node->logical_index);
-    }
+  // The process's zone: where its first thread runs (runtime/placement.hpp).
+  local_zone_ = zone_ids_[static_cast<size_t>(runtime::process_zone(shape_, map_by_, place(), pin_))];
+  log::info("rank ", rank(), ": ", runtime::describe(shape_, map_by_, place(), pin_));
+}
+
+// The host's cores by NUMA zone; zones without a core (memory only) are left out of placement.
+void Runtime::read_machine_shape() {
+  auto topo = static_cast<hwloc_topology_t>(topology_);
+  const int cores = std::max(1, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE));
+  std::vector<std::vector<int>> by_zone(static_cast<size_t>(numa_zones_hint_));
+  for (int c = 0; c < cores; ++c) {
+    int zone = 0;
+    hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, static_cast<unsigned>(c));
+    if (core != nullptr)
+      if (hwloc_obj_t node = hwloc_get_next_obj_covering_cpuset_by_type(topo, core->cpuset, HWLOC_OBJ_NUMANODE, nullptr))
+        zone = std::min(static_cast<int>(node->logical_index), numa_zones_hint_ - 1);
+    by_zone[static_cast<size_t>(zone)].push_back(c);
   }
+  for (size_t z = 0; z < by_zone.size(); ++z)
+    if (!by_zone[z].empty()) shape_.zone_cores.push_back(std::move(by_zone[z])), zone_ids_.push_back(static_cast<int>(z));
+  shape_.check();
+}
+
+runtime::ProcessPlace Runtime::place() const { return runtime::ProcessPlace{local_rank_, local_size_, threads_}; }
+
+int Runtime::thread_zone(int index) const {
+  if (index < 0) fail("thread_zone: thread index ", index, " is negative");
+  if (map_by_ == runtime::MapBy::Core && !pin_) return local_zone_;
+  return zone_ids_[static_cast<size_t>(runtime::place_thread(shape_, map_by_, place(), index).zone)];
 }
 
 void Runtime::pin_thread(int index) {
   auto topo = static_cast<hwloc_topology_t>(topology_);
-  int cores = std::max(1, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE));
-  int slot = (local_rank_ * threads_ + index) % cores;
+  const int slot = runtime::place_thread(shape_, map_by_, place(), index).core;
   hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, static_cast<unsigned>(slot));
   if (core == nullptr) return;
   if (hwloc_set_cpubind(topo, core->cpuset, HWLOC_CPUBIND_THREAD) != 0)

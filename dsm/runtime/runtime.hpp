@@ -2,6 +2,7 @@
 // The process runtime (seed 000's DSfabric): bootstraps the job, names machines, processes and
 // long-lived threads, pins threads with hwloc, owns the provider, the per-zone registered
 // allocators and the service thread.
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include "loom/dsm/runtime/job_layout.hpp"
 #include "loom/dsm/runtime/mailbox.hpp"
 #include "loom/dsm/runtime/peer_watch.hpp"
+#include "loom/dsm/runtime/placement.hpp"
 #include "loom/dsm/runtime/service.hpp"
 #include "loom/dsm/signal/offload/offloader.hpp"
 #include "loom/dsm/signal/transmitter.hpp"
@@ -96,6 +98,16 @@ class Runtime {
   int numa_zones() const { return static_cast<int>(allocators_.size()); }
   int local_zone() const { return local_zone_; }
   bool pinning() const { return pin_; }
+  // LOOM_MAP_BY (loomrun --map-by) and the host's cores by zone (runtime/placement.hpp).
+  runtime::MapBy map_by() const { return map_by_; }
+  const runtime::MachineShape& machine_shape() const { return shape_; }
+  // The NUMA zone of this process's thread `index` (0: the main thread; a worker's index is its
+  // destination index for remote calls): where the placement puts it, or, threads floating
+  // unpinned under map-by core, the process's zone.
+  int thread_zone(int index) const;
+  // Thread indices this process has used: the workers (threads_per_process()) and any spawned
+  // past them.
+  int threads_started() const { return std::max(threads_, next_thread_.load(std::memory_order_relaxed)); }
 
   runtime::Bootstrap& bootstrap() { return *boot_; }
   // Where every rank runs: hosts (ranks on one host can map each other's memory), job
@@ -141,6 +153,8 @@ class Runtime {
 
  private:
   void pin_thread(int index);
+  void read_machine_shape();
+  runtime::ProcessPlace place() const;
   size_t zone_index(int zone) const;  // -1: this process's zone; else checked
   void setup_topology();
   void start_offloader();
@@ -169,6 +183,9 @@ class Runtime {
   int local_zone_ = 0;
   bool pin_ = false;
   int numa_zones_hint_ = 1;
+  runtime::MapBy map_by_ = runtime::MapBy::Core;
+  runtime::MachineShape shape_;
+  std::vector<int> zone_ids_;  // shape_'s zone z is NUMA zone zone_ids_[z]
   int qps_per_peer_ = 1;
   std::atomic<int> next_thread_{1};
   void* topology_ = nullptr;  // hwloc_topology_t

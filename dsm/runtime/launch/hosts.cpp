@@ -104,6 +104,7 @@ std::vector<std::string> node_command(const Options& o, char** argv, int k, cons
                              std::to_string(o.hosts[static_cast<size_t>(k)].procs), "--head-reports"};
   if (!o.threads.empty()) c.insert(c.end(), {"--threads", o.threads});
   if (!o.provider.empty()) c.insert(c.end(), {"--provider", o.provider});
+  if (!o.map_by.empty()) c.insert(c.end(), {"--map-by", o.map_by});
   if (o.timeout_s > 0) c.insert(c.end(), {"--timeout", std::to_string(o.timeout_s)});
   if (!o.prefix) c.push_back("--no-prefix");
   if (o.same_layout) c.push_back("--same-layout");

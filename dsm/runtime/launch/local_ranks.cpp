@@ -117,6 +117,7 @@ bool LocalRanks::start() {
       }
       if (!o_.threads.empty()) setenv("LOOM_THREADS", o_.threads.c_str(), 1);
       if (!o_.provider.empty()) setenv("LOOM_PROVIDER", o_.provider.c_str(), 1);
+      if (!o_.map_by.empty()) setenv("LOOM_MAP_BY", o_.map_by.c_str(), 1);
       if (o_.emulate_nodes > 0) setenv("LOOM_EMULATE_NODES", std::to_string(o_.emulate_nodes).c_str(), 1);
       signal(SIGPIPE, SIG_DFL);
       if (o_.same_layout && personality(static_cast<unsigned long>(personality(0xffffffff)) | ADDR_NO_RANDOMIZE) == -1) {

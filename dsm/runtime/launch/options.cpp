@@ -26,6 +26,8 @@ void usage() {
                "  --node-rank R   this node's index, 0..N-1 (node 0 serves the rendezvous)\n"
                "  --rendezvous H:P  where the nodes meet (TCP; node 0 listens on it)\n"
                "  --threads T     worker threads per process (sets LOOM_THREADS)\n"
+               "  --map-by M      where threads and memory go: core (the cores in order), zone (a NUMA\n"
+               "                  zone per process), spread (a process's threads over every zone); sets LOOM_MAP_BY\n"
                "  --provider P    fabric provider (sets LOOM_PROVIDER)\n"
                "  --emulate-nodes K  split the ranks over K emulated nodes joined by the wire\n"
                "                  LOOM_WIRE names (one host, shm; sets LOOM_EMULATE_NODES)\n"
@@ -42,6 +44,11 @@ namespace {
   std::fprintf(stderr, "loomrun: %s\n", why.c_str());
   usage();
   std::exit(2);
+}
+
+std::string parse_map_by_option(const std::string& v) {
+  if (v != "core" && v != "zone" && v != "spread") bad_usage("--map-by '" + v + "' must be core, zone or spread");
+  return v;
 }
 
 // A positive number of seconds; anything else (text, a sign, nan, inf, 0) is refused.
@@ -151,6 +158,7 @@ Options parse_options(int argc, char** argv) {
       if (a == "-n" || a == "-np") o.n = parse_number(value("-n"), "-n", 1, 1024);
       else if (a == "--threads") o.threads = value("--threads");
       else if (a == "--provider") o.provider = value("--provider");
+      else if (a == "--map-by") o.map_by = parse_map_by_option(value("--map-by"));
       else if (a == "--emulate-nodes") o.emulate_nodes = parse_number(value("--emulate-nodes"), "--emulate-nodes", 1, 1024);
       else if (a == "--timeout") o.timeout_s = parse_timeout(value("--timeout"));
       else if (a == "--no-prefix") o.prefix = false;

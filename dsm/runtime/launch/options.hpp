@@ -18,6 +18,7 @@ struct HostSlot {
 struct Options {
   int n = -1;                     // ranks (on this node, in the rendezvous form)
   std::string threads, provider;
+  std::string map_by;             // empty: LOOM_MAP_BY as set (--map-by sets it)
   int emulate_nodes = 0;          // 0: none (--emulate-nodes K sets LOOM_EMULATE_NODES)
   double timeout_s = 0;           // 0: none
   bool prefix = true;
