@@ -73,7 +73,7 @@ class Queue {
     if (level == Level::PhasalPop) fail("objects: Queue push during a pop phase");
     check_level(level);
     if (level == Level::Local) {
-      const Status st = push_on(*local_, v, level);
+      const Status st = local_push(v, level);
       check(st);
       return st == Status::Ok;
     }
@@ -99,7 +99,7 @@ class Queue {
     if (level == Level::PhasalPush) fail("objects: Queue pop during a push phase");
     check_level(level);
     if (level == Level::Local) {
-      const Popped r = pop_on(*local_, level);
+      const Popped r = local_pop(level);
       check(r.status);
       return r.status == Status::Ok ? std::optional<T>(r.value) : std::nullopt;
     }
@@ -189,14 +189,9 @@ class Queue {
 
 
   // ---- the host's side of shipped operations (never throw: the caller waits for a reply)
-  Status local_push(const T& v, Level level) {
-    LocalSlots<T> s = slots_.local(0);
-    return push_on(s, v, level);
-  }
-  Popped local_pop(Level level) {
-    LocalSlots<T> s = slots_.local(0);
-    return pop_on(s, level);
-  }
+  // On the host's slot store, kept from construction; a queue not at its host (Cached) has none.
+  Status local_push(const T& v, Level level) { return local_ ? push_on(*local_, v, level) : Status::BadRequest; }
+  Popped local_pop(Level level) { return local_ ? pop_on(*local_, level) : Popped{Status::BadRequest, T{}}; }
   // The queue a shipped operation names, pinned while the operation runs, if it is hosted here.
   static Context::Pinned<Queue> at_host(uint32_t id) noexcept {
     Context::Pinned<Queue> q = Context::try_pin<Queue>(id);
@@ -237,7 +232,7 @@ class Queue {
   SlotArray<T> slots_;
   std::optional<RemoteSlots<T>> remote_;
   std::optional<RegionSlots<T>> region_;
-  std::optional<LocalSlots<T>> local_;  // at the host of a queue at its host (Level::Local)
+  std::optional<LocalSlots<T>> local_;  // the host's, of a queue at its host (shipped operations, Level::Local)
   std::atomic<uint64_t> head_seen_{0}, tail_seen_{0};  // lower bounds, for the phasal levels
   std::atomic<uint64_t> head_hint_{0}, tail_hint_{0};  // where the counters last were (atomic level)
   uint32_t id_ = 0;

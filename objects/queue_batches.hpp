@@ -22,12 +22,12 @@ void Queue<T>::on_push_many(uint32_t id, Level level, GlobalPtr<uint64_t> done, 
   try {
     const auto pin = at_host(id);
     Queue* q = pin.get();
-    if (q == nullptr || bytes.size() % sizeof(T) != 0 || !q->shippable(level, Level::PhasalPush)) return;
+    if (q == nullptr || !q->local_ || bytes.size() % sizeof(T) != 0 || !q->shippable(level, Level::PhasalPush)) return;
     const size_t n = bytes.size() / sizeof(T);
     std::vector<T> values(n);
     if (n != 0) std::memcpy(values.data(), bytes.data(), bytes.size());
     uint64_t pushed = 0;
-    LocalSlots<T> s = q->slots_.local(0);
+    LocalSlots<T>& s = *q->local_;
     if (level == Level::Atomic) {
       uint64_t hint = q->tail_hint_.load(std::memory_order_relaxed);
       while (pushed < n && q->push_atomic_on(s, values[pushed], hint) == Status::Ok) ++pushed;
@@ -48,9 +48,9 @@ void Queue<T>::on_pop_many(uint32_t id, Level level, uint64_t n, GlobalPtr<uint6
   try {
     const auto pin = at_host(id);
     Queue* q = pin.get();
-    if (q == nullptr || !q->shippable(level, Level::PhasalPop)) return;
+    if (q == nullptr || !q->local_ || !q->shippable(level, Level::PhasalPop)) return;
     std::vector<T> values;
-    LocalSlots<T> s = q->slots_.local(0);
+    LocalSlots<T>& s = *q->local_;
     if (level == Level::Atomic) {
       uint64_t hint = q->head_hint_.load(std::memory_order_relaxed);
       for (uint64_t k = 0; k < n; ++k) {
