@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <span>
 #include <fstream>
 #include <string>
@@ -123,6 +124,18 @@ inline std::string wire_suffix(int ranks) {
   if (w.empty()) return "";
   const char* k = std::getenv("LOOM_EMULATE_NODES");
   return "@" + w + "-nodes" + (k != nullptr && *k != '\0' ? std::string(k) : std::to_string(ranks));
+}
+
+// A benchmark's arguments parsed before its Runtime exists (whose one-line error handler is not
+// set yet): a bad argument prints its message and exits with status 2 (a usage error).
+template <typename Parse>
+auto parse_arguments(Parse&& parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    std::exit(2);
+  }
 }
 
 inline double load_average() {

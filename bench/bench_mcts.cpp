@@ -17,6 +17,9 @@
 // owner protocols against each other at equal time; --model adds the tree policies' cost
 // model beside each row and its projection (bench/mcts_model.cpp), --model-from CSV the same with
 // the policies' fitted costs (extra_us) taken from another run's CSV (the smallest scale of a sweep).
+// The search flags' --playout bridge and --rave K (a stronger engine than the plain one, for
+// every policy and the local baselines alike) add `-bridge` and `-rave<K>` to every variant,
+// before any `@condition`.
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -109,6 +112,7 @@ Args parse(int argc, char** argv) {
   if (!a.model_from.empty() && !std::ifstream(a.model_from)) fail("bench_mcts: --model-from ", a.model_from, ": cannot read it");
   if (a.quick && !a.seconds_given) a.flags.budget.seconds = 0.25;
   if (a.quick) a.match_options.quick();
+  a.match_options.playout = a.flags.playout;
   return a;
 }
 
@@ -216,16 +220,10 @@ void print_table(const std::vector<Row>& rows, const std::vector<std::string>& v
 }  // namespace
 
 int main(int argc, char** argv) {
-  Args a;
-  try {
-    a = parse(argc, argv);
-  } catch (const std::exception& e) {  // before the Runtime: its one-line error handler is not set yet
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  const Args a = parse_arguments([&] { return parse(argc, argv); });
   Runtime rt(argc, argv);
   const int np = rt.size(), threads = rt.threads_per_process();
-  const Hex g(a.flags.board);
+  const Hex g(a.flags.board, a.flags.playout);
   const std::vector<Hex::State> mid = mid_game_positions(g, a.quick ? 3 : 10);
   const size_t n = static_cast<size_t>(a.flags.board);
   std::vector<Row> rows;
@@ -282,6 +280,14 @@ int main(int argc, char** argv) {
       if (r.metric == "speedup_mid") r.value = mid1 > 0 ? value_of(rows, r.variant, "rollouts_per_s_mid") / mid1 : 0;
     // Under an emulated wire, the rows of the distributed trees name it; one process's tree
     // (local-np1-*) crosses no wire and keeps its name.
+    // Rows of a stronger engine than the plain one (--playout, --rave) name it.
+    std::string engine;
+    if (a.flags.playout != mcts::HexPlayout::Uniform) engine += "-" + std::string(mcts::name(a.flags.playout));
+    if (a.flags.search.rave != 0) engine += "-rave" + std::to_string(a.flags.search.rave);
+    if (!engine.empty()) {
+      for (Row& r : rows) r.variant = r.variant.substr(0, r.variant.find('@')) + engine + (r.variant.find('@') == std::string::npos ? "" : r.variant.substr(r.variant.find('@')));
+      for (std::string& v : variants) v += engine;
+    }
     if (const std::string w = wire_suffix(np); !w.empty()) {
       for (Row& r : rows)
         if (r.variant.rfind("local-np1", 0) != 0) r.variant += w;

@@ -122,7 +122,7 @@ void add_result(const std::string& variant, int board, const Rounds& r, const Ta
 }  // namespace
 
 void reference_rows(const MatchOptions& o, mcts::SearchConfig cfg, std::vector<Row>& rows) {
-  const Hex g(o.board);
+  const Hex g(o.board, o.playout);
   cfg.threads = 1;
   mcts::SearchConfig other = cfg;
   other.seed = cfg.seed + 7777;
@@ -142,7 +142,7 @@ void reference_rows(const MatchOptions& o, mcts::SearchConfig cfg, std::vector<R
 }
 
 void match_rows(Runtime& rt, objects::Context& ctx, mcts::TreePolicy p, mcts::SearchConfig cfg, const MatchOptions& o, std::vector<Row>& rows) {
-  const Hex g(o.board);
+  const Hex g(o.board, o.playout);
   const std::string v = mcts::variant_name(p, cfg) + "-np" + std::to_string(rt.size()) + "-t" + std::to_string(rt.threads_per_process());
   cfg.threads = rt.threads_per_process();
   mcts::SearchConfig one = cfg;
@@ -170,24 +170,32 @@ void match_rows(Runtime& rt, objects::Context& ctx, mcts::TreePolicy p, mcts::Se
 }
 
 void owners_match_rows(Runtime& rt, objects::Context& ctx, mcts::SearchConfig cfg, const MatchOptions& o, std::vector<Row>& rows) {
-  const Hex g(o.board);
+  const Hex g(o.board, o.playout);
   cfg.threads = rt.threads_per_process();
   mcts::SearchConfig random = cfg, hashed = cfg;
   random.owner = mcts::OwnerProtocol::RandomAtExpansion, hashed.owner = mcts::OwnerProtocol::PathHash;
   hashed.seed = cfg.seed + 7777;
   const std::string v = "owner-invoked-random-np" + std::to_string(rt.size()) + "-t" + std::to_string(cfg.threads) + "@vs-path-hash-equal-time";
-  auto side0 = mcts::make_search(mcts::TreePolicy::OwnerInvoked, g, random, &ctx, &rt);
-  auto side1 = mcts::make_search(mcts::TreePolicy::OwnerInvoked, g, hashed, &ctx, &rt);
+  duel_rows(rt, ctx, Duelist{mcts::TreePolicy::OwnerInvoked, &g, random}, Duelist{mcts::TreePolicy::OwnerInvoked, &g, hashed}, o, v,
+            "owner-invoked (path-hash)", rows);
+}
+
+void duel_rows(Runtime& rt, objects::Context& ctx, const Duelist& side0, const Duelist& side1, const MatchOptions& o, const std::string& variant,
+               const char* opponent, std::vector<Row>& rows) {
+  const Hex g(o.board);
+  if (side0.game->size() != o.board || side1.game->size() != o.board) fail("bench_mcts: a duel's games are not Hex ", o.board, "x", o.board);
+  auto search0 = mcts::make_search(side0.policy, *side0.game, side0.cfg, &ctx, &rt);
+  auto search1 = mcts::make_search(side1.policy, *side1.game, side1.cfg, &ctx, &rt);
   const mcts::Budget budget{0, o.seconds};
   Tally t;
   // Both sides search on every process (collective searches); everyone plays rank 0's move.
   auto move = [&](int side, const Hex::State& s) {
-    const mcts::SearchResult r = (side == 0 ? side0 : side1)->run(s, budget);
+    const mcts::SearchResult r = (side == 0 ? search0 : search1)->run(s, budget);
     t.add(side, r);
     return rt.bootstrap().allgather_value(r.best)[0];
   };
   const Rounds r = play_rounds(g, o, move);
-  if (rt.rank() == 0) add_result(v, o.board, r, t, rows, "owner-invoked (path-hash)");
+  if (rt.rank() == 0) add_result(variant, o.board, r, t, rows, opponent);
 }
 
 void print_match_table(const std::vector<Row>& rows) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/bench_common.hpp"
+#include "loom/mcts_shared_tree/hex.hpp"
 #include "loom/mcts_shared_tree/search.hpp"
 #include "loom/objects/context.hpp"
 
@@ -21,6 +22,8 @@ struct MatchOptions {
   // Whole matches per condition, each with the searches' seeds where the last left them: a
   // condition's rows pool them all (162 games a round), and each round is printed too.
   int rounds = 1;
+  // The playout policy of both sides' games (bench_mcts's --playout; a duel names its own).
+  mcts::HexPlayout playout = mcts::HexPlayout::Uniform;
   // Parses --games N, --move-rollouts R, --move-seconds S, --match-rounds R at argv[i] (advancing i).
   bool take_flag(int argc, char** argv, int& i);
   static constexpr const char* kUsage = "--games N, --move-rollouts R, --move-seconds S, --match-rounds R";
@@ -40,6 +43,16 @@ void match_rows(Runtime& rt, objects::Context& ctx, mcts::TreePolicy p, mcts::Se
 // path-hash at equal time per move, both searched by every process. Rows: variant
 // `owner-invoked-random-np<P>-t<T>@vs-path-hash-equal-time`, the metrics above.
 void owners_match_rows(Runtime& rt, objects::Context& ctx, mcts::SearchConfig cfg, const MatchOptions& o, std::vector<Row>& rows);
+// One side of a duel: a search under `policy` of a game (the playout policy is the game's).
+struct Duelist {
+  mcts::TreePolicy policy;
+  const mcts::Hex* game;
+  mcts::SearchConfig cfg;
+};
+// Collective: side 0 against side 1 at equal time per move on o.board (the rules: both games
+// are Hex of that size), both searched by every process; rows of `variant` as above.
+void duel_rows(Runtime& rt, objects::Context& ctx, const Duelist& side0, const Duelist& side1, const MatchOptions& o, const std::string& variant,
+               const char* opponent, std::vector<Row>& rows);
 void print_match_table(const std::vector<Row>& rows);
 
 }  // namespace loom::bench

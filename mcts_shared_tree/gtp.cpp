@@ -72,7 +72,7 @@ HexEngine::~HexEngine() = default;
 // A new board of size n: the game, and a search over it (collective for distributed policies).
 void HexEngine::new_game(int n) {
   search_.reset();
-  game_ = std::make_unique<Hex>(n);
+  game_ = std::make_unique<Hex>(n, o_.playout);
   search_ = make_search(o_.policy, *game_, o_.search, ctx_, &rt_);
   if (rt_.rank() == 0 && !o_.quiet) search_->set_progress([g = game_.get()](const Progress& p) { print_progress(*g, p); });
   history_.assign(1, game_->initial());

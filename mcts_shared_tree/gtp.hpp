@@ -33,6 +33,7 @@ struct EngineOptions {
   SearchConfig search;
   Budget budget{0, 1.0};  // per genmove
   int board = 11;
+  HexPlayout playout = HexPlayout::Uniform;
   bool quiet = false;  // no progress lines on stderr
 };
 

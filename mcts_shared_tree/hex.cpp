@@ -9,8 +9,27 @@
 
 namespace loom::mcts {
 
-Hex::Hex(int n) : n_(n) {
+std::string_view name(HexPlayout p) { return p == HexPlayout::Bridge ? "bridge" : "uniform"; }
+
+HexPlayout parse_hex_playout(std::string_view s) {
+  if (s == "uniform") return HexPlayout::Uniform;
+  if (s == "bridge") return HexPlayout::Bridge;
+  fail("hex: playout policy '", s, "' is not uniform or bridge");
+}
+
+Hex::Hex(int n, HexPlayout playout) : n_(n), playout_(playout) {
   if (n < kMinN || n > kMaxN) fail("hex: board size ", n, " is not in ", kMinN, "..", kMaxN);
+  static constexpr int dr[6] = {-1, -1, 0, 1, 1, 0}, dc[6] = {0, 1, 1, 0, -1, -1};
+  for (int r = 0; r < n; ++r)
+    for (int c = 0; c < n; ++c)
+      for (int d = 0; d < 6; ++d) {
+        const int rr = r + dr[d], cc = c + dc[d];
+        const bool off_rows = rr < 0 || rr >= n, off_cols = cc < 0 || cc >= n;
+        neighbours_[(r * n + c) * 6 + d] = static_cast<uint16_t>(off_rows && off_cols ? no_cell()
+                                                                 : off_rows            ? black_edge()
+                                                                 : off_cols            ? white_edge()
+                                                                                       : rr * n + cc);
+      }
 }
 
 Hex::State Hex::initial() const {
@@ -77,7 +96,7 @@ bool Hex::connects(const uint32_t* rows, bool top_bottom) const {
 
 // The side to move places ceil(m/2) of the m empty cells, the other the rest: a partial
 // Fisher-Yates shuffle picks Black's share; only Black's stones are needed to decide.
-int Hex::playout(State s, Rng& rng) const {
+int Hex::uniform_playout(State& s, Rng& rng) const {
   Move cells[kMaxN * kMaxN];
   const int m = legal_moves(s, cells);
   const int black = to_move(s) == 0 ? (m + 1) / 2 : m / 2;
@@ -87,6 +106,8 @@ int Hex::playout(State s, Rng& rng) const {
     cells[j] = cells[i];
     s.stones[0][c / n_] |= 1u << (c % n_);
   }
+  for (int r = 0; r < n_; ++r) s.stones[1][r] |= full() & ~s.stones[0][r];
+  s.placed = static_cast<uint16_t>(n_ * n_);
   return connects(s.stones[0], true) ? 0 : 1;
 }
 

@@ -241,7 +241,12 @@ class InvokedSearch final : public Search<G> {
       if (node == nullptr) return;  // no node of this search here (an id from the wire)
       const int n = static_cast<int>(NodeLayout::edges(node));
       uint64_t* st = NodeLayout::stats(node);
-      const int i = n == 0 ? -1 : select_edge(n, [&](int e) { return EdgeStats::of(st[e]); }, cfg_.exploration, w.rng);
+      const uint64_t* am = NodeLayout::amaf(node);
+      auto stats_of = [&](int e) { return EdgeStats::of(st[e]); };
+      auto amaf_of = [&](int e) { return EdgeStats::of(am[e]); };
+      const int i = n == 0              ? -1
+                    : cfg_.rave != 0 ? select_edge_rave(n, stats_of, amaf_of, cfg_.exploration, cfg_.rave, w.rng)
+                                     : select_edge(n, stats_of, cfg_.exploration, w.rng);
       if (i < 0) return evaluate_here_or_queue(w, sc, s);
       w.rc.edges_read += static_cast<uint64_t>(n);
       const uint32_t k = cfg_.playouts, vl = cfg_.virtual_loss * k;
@@ -411,7 +416,7 @@ class InvokedSearch final : public Search<G> {
     w.agg->flush();
     const uint32_t k = cfg_.playouts;
     const int over = g_.winner(s);
-    const uint32_t black = over >= 0 ? (over == 0 ? k : 0) : playouts_won(g_, s, 0, k, w.rng);
+    const uint32_t black = evaluate(w, sc, s, over);
     ++w.rc.rollouts;
     w.rc.playouts += over >= 0 ? 0 : k;
     w.rc.depth_sum += path.size();
@@ -419,21 +424,23 @@ class InvokedSearch final : public Search<G> {
     auto& results = sc.results;
     results.clear();
     for (size_t d = 0; d < path.size(); ++d)
-      results.push_back({path[d].owner, Result{path[d].node, path[d].mover == 0 ? black : k - black, path[d].edge, d == 0 ? uint8_t{1} : uint8_t{0}, 0}});
+      results.push_back({path[d].owner, Result{path[d].node, path[d].mover == 0 ? black : k - black, path[d].edge, d == 0 ? uint8_t{1} : uint8_t{0}, path[d].mover}});
     std::stable_sort(results.begin(), results.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     auto& batch = sc.batch;
     for (size_t i = 0; i < results.size();) {
       const uint32_t owner = results[i].first;
       batch.clear();
       for (; i < results.size() && results[i].first == owner; ++i) batch.push_back(results[i].second);
+      const AmafCounts* amaf = cfg_.rave != 0 ? &sc.amaf : nullptr;
       if (static_cast<int>(owner) == w.gid) {
-        apply(w, batch);
+        apply(w, batch, amaf);
         continue;
       }
-      invoked::pack_results(sc.msg, id_, epoch_, std::span<const Result>(batch));
+      if (amaf != nullptr) invoked::pack_results_amaf(sc.msg, id_, epoch_, std::span<const Result>(batch), *amaf);
+      else invoked::pack_results(sc.msg, id_, epoch_, std::span<const Result>(batch));
       w.agg->call_buffer(inv_.thread_of(static_cast<int>(owner)), [](std::span<std::byte> b) { deliver<&InvokedSearch::on_results>(b); }, sc.msg);
       ++w.rc.remote_calls;
-      w.rc.bytes += batch.size() * sizeof(Result);
+      w.rc.bytes += sc.msg.size();
     }
     // The results go now, not with the calls of the next evaluations: the rollout's starter
     // keeps only a few travelling and starts the next when this one is back. Held for the
@@ -445,7 +452,20 @@ class InvokedSearch final : public Search<G> {
   void on_results(std::span<std::byte> b) {
     Worker& w = me();
     const StepScratch sc(w);
-    if (invoked::unpack_results(b, wire_check(), (*sc).received)) apply(w, (*sc).received);
+    if (cfg_.rave == 0) {
+      if (invoked::unpack_results(b, wire_check(), (*sc).received)) apply(w, (*sc).received, nullptr);
+    } else if (invoked::unpack_results_amaf(b, wire_check(), static_cast<uint32_t>(g_.max_moves()), (*sc).received, (*sc).received_amaf)) {
+      apply(w, (*sc).received, &(*sc).received_amaf);
+    }
+  }
+
+  // Black's wins of K playouts from `s` (`over`: its winner, or -1), with AMAF counts into the
+  // step's scratch under RAVE.
+  uint32_t evaluate(Worker& w, Scratch& sc, const State& s, int over) {
+    const uint32_t k = cfg_.playouts;
+    if constexpr (AmafGame<G>)
+      if (cfg_.rave != 0) return playouts_with_amaf(g_, s, k, w.rng, sc.amaf);
+    return over >= 0 ? (over == 0 ? k : 0) : playouts_won(g_, s, 0, k, w.rng);
   }
 
   // A call's message begins with its search object's id: the call runs on that object, pinned
@@ -457,14 +477,16 @@ class InvokedSearch final : public Search<G> {
     if (const auto p = objects::Context::try_pin<InvokedSearch>(id); p.get() != nullptr) (p.get()->*On)(b);
   }
 
-  // An edge's result replaces its virtual loss; the root's ends the rollout.
-  void apply(Worker& w, const std::vector<Result>& rs) {
+  // An edge's result replaces its virtual loss; the root's ends the rollout. Under RAVE the
+  // leaf's AMAF counts go to every edge of each node named.
+  void apply(Worker& w, const std::vector<Result>& rs, const AmafCounts* amaf) {
     const uint32_t k = cfg_.playouts, vl = cfg_.virtual_loss * k;
     for (const Result& r : rs) {
       auto it = w.nodes.find(r.node);
       if (it == w.nodes.end() || r.edge >= NodeLayout::edges(it->second)) continue;  // not this search's
       NodeLayout::stats(it->second)[r.edge] += (static_cast<uint64_t>(static_cast<int64_t>(k) - static_cast<int64_t>(vl)) << 32) + r.wins;
       --NodeLayout::in_flight(it->second)[r.edge];
+      if (amaf != nullptr) add_amaf(it->second, r.mover, *amaf, [](uint64_t& word, uint64_t delta) { word += delta; });
       if (r.root) --in_flight_;
     }
   }

@@ -60,6 +60,7 @@ struct Scratch {
   std::vector<std::pair<uint32_t, Result>> results;
   std::vector<Result> batch, received;
   std::vector<std::byte> msg;
+  AmafCounts amaf, received_amaf;  // RAVE: this step's leaf's counts, and a results call's
 };
 // A worker's state lasts from search to search (its node memory, its Aggregator): a search
 // starts by forgetting the last one's nodes, not by building the worker anew.

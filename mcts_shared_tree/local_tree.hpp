@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "loom/dsm/common/error.hpp"
+#include "loom/mcts_shared_tree/rave.hpp"
 #include "loom/mcts_shared_tree/search.hpp"
 #include "loom/mcts_shared_tree/worker_pool.hpp"
 
@@ -55,10 +57,13 @@ class LocalTree {
   using State = typename G::State;
 
  public:
-  LocalTree(const G& g, SearchConfig cfg) : g_(g), cfg_(cfg) {}
+  LocalTree(const G& g, SearchConfig cfg) : g_(g), cfg_(cfg) {
+    if (cfg.rave != 0 && !supports_rave<G>()) fail("mcts: --rave needs a game whose playouts report their ending (rave.hpp)");
+  }
 
   void reset(const State& root, int workers) {
     arenas_.resize(static_cast<size_t>(std::max(workers, 1)));
+    amaf_.resize(arenas_.size());
     for (auto& a : arenas_) {
       if (!a) a = std::make_unique<Arena>();
       a->rewind();
@@ -82,8 +87,11 @@ class LocalTree {
     for (uint8_t* node = root_; node != nullptr && depth < G_max_depth;) {
       const int n = static_cast<int>(NodeLayout::edges(node));
       uint64_t* st = NodeLayout::stats(node);
-      const int i = select_edge(n, [&](int e) { return EdgeStats::of(std::atomic_ref<uint64_t>(st[e]).load(std::memory_order_relaxed)); },
-                                cfg_.exploration, rng);
+      auto stats_of = [&](int e) { return EdgeStats::of(std::atomic_ref<uint64_t>(st[e]).load(std::memory_order_relaxed)); };
+      uint64_t* am = NodeLayout::amaf(node);
+      auto amaf_of = [&](int e) { return EdgeStats::of(std::atomic_ref<uint64_t>(am[e]).load(std::memory_order_relaxed)); };
+      const int i = cfg_.rave != 0 ? select_edge_rave(n, stats_of, amaf_of, cfg_.exploration, cfg_.rave, rng)
+                                   : select_edge(n, stats_of, cfg_.exploration, rng);
       if (i < 0) break;
       rc.edges_read += static_cast<uint64_t>(n);
       if (std::atomic_ref<uint32_t>(NodeLayout::in_flight(node)[i]).fetch_add(1, std::memory_order_relaxed) != 0) ++rc.vl_collisions;
@@ -93,8 +101,15 @@ class LocalTree {
       node = child_of(node, i, EdgeStats::of(before).visits, s, w);
     }
     const int over = g_.winner(s);
-    const uint32_t black = over >= 0 ? (over == 0 ? k : 0) : playouts_won(g_, s, 0, k, rng);
+    const uint32_t black = evaluate(s, over, w, rng);
     for (int d = 0; d < depth; ++d) {
+      // AMAF words take relaxed load-and-store: another worker's update at the same time may
+      // be lost (a bias the selection tolerates, at no locked instruction per edge).
+      if (cfg_.rave != 0)
+        add_amaf(path[d].node, path[d].mover, amaf_[static_cast<size_t>(w)], [](uint64_t& word, uint64_t delta) {
+          std::atomic_ref<uint64_t> a(word);
+          a.store(a.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+        });
       const uint32_t wins = path[d].mover == 0 ? black : k - black;
       const uint64_t delta = (static_cast<uint64_t>(static_cast<int64_t>(k) - static_cast<int64_t>(vl)) << 32) + wins;
       std::atomic_ref<uint64_t>(NodeLayout::stats(path[d].node)[path[d].edge]).fetch_add(delta, std::memory_order_relaxed);
@@ -119,6 +134,15 @@ class LocalTree {
  private:
   static constexpr int G_max_depth = 512;
 
+  // Black's wins of K playouts from `s` (`over`: its winner, or -1), with AMAF counts into
+  // worker w's under RAVE.
+  uint32_t evaluate(const State& s, int over, int w, Rng& rng) {
+    const uint32_t k = cfg_.playouts;
+    if constexpr (AmafGame<G>)
+      if (cfg_.rave != 0) return playouts_with_amaf(g_, s, k, rng, amaf_[static_cast<size_t>(w)]);
+    return over >= 0 ? (over == 0 ? k : 0) : playouts_won(g_, s, 0, k, rng);
+  }
+
   uint8_t* make_node(Arena& a, const State& s) {
     uint16_t legal[1024];
     const int n = g_.winner(s) >= 0 ? 0 : g_.legal_moves(s, legal);
@@ -141,6 +165,7 @@ class LocalTree {
   const G& g_;
   SearchConfig cfg_;
   std::vector<std::unique_ptr<Arena>> arenas_;
+  std::vector<AmafCounts> amaf_;  // per worker: its last leaf's
   State root_state_{};
   uint8_t* root_ = nullptr;
 };

@@ -30,7 +30,7 @@ double number_in(const std::string& flag, const std::string& v, double lo, doubl
 bool take_search_flag(int argc, char** argv, int& i, SearchFlags& f) {
   const std::string a = argv[i];
   static constexpr std::string_view kFlags[] = {"--policy", "--board", "--rollouts", "--seconds", "--K", "--exploration", "--expand-at",
-                                                "--virtual-loss", "--in-flight", "--owner", "--aggregation", "--sync-every", "--seed"};
+                                                "--virtual-loss", "--in-flight", "--owner", "--aggregation", "--sync-every", "--seed", "--playout", "--rave"};
   bool known = false;
   for (std::string_view k : kFlags) known |= a == k;
   if (!known) return false;
@@ -49,6 +49,8 @@ bool take_search_flag(int argc, char** argv, int& i, SearchFlags& f) {
   else if (a == "--owner") c.owner = parse_owner_protocol(v);
   else if (a == "--aggregation") c.aggregation = parse_aggregation(v);
   else if (a == "--sync-every") c.sync_every = static_cast<uint32_t>(int_in(a, v, 1, 1 << 24));
+  else if (a == "--playout") f.playout = parse_hex_playout(v);
+  else if (a == "--rave") c.rave = static_cast<uint32_t>(int_in(a, v, 0, 1 << 24));
   else c.seed = static_cast<uint64_t>(int_in(a, v, 0, INT64_MAX));
   return true;
 }
@@ -67,6 +69,8 @@ std::string search_flags_usage() {
          "  --aggregation A     owner-invoked: trad | ovfl (default trad)\n"
          "  --sync-every N      cached-shared: rollouts between publications (default 8192)\n"
          "  --seed S            random seed (default 1)\n"
+         "  --playout P         uniform | bridge: Hex's playouts, bridge answers a bridge intrusion (default uniform)\n"
+         "  --rave K            RAVE (all-moves-as-first) blended in with equivalence K; 0 is off (default 0)\n"
          "Worker threads per process: loomrun --threads T.\n";
 }
 

@@ -6,10 +6,13 @@
 //   --K K  --exploration C  --expand-at N  --virtual-loss N  --in-flight N  --sync-every N
 //   --owner path-hash|random-at-expansion  --aggregation trad|ovfl
 //   --seed S
+//   --playout uniform|bridge         Hex's playout policy (the game's playout hints)
+//   --rave K                         RAVE's equivalence parameter (0: plain UCT)
 //
 // Worker threads per process are the runtime's (loomrun --threads T).
 #include <string>
 
+#include "loom/mcts_shared_tree/hex.hpp"
 #include "loom/mcts_shared_tree/search.hpp"
 
 namespace loom::mcts {
@@ -19,6 +22,7 @@ struct SearchFlags {
   SearchConfig search;
   Budget budget{0, 1.0};
   int board = 11;
+  HexPlayout playout = HexPlayout::Uniform;
 };
 
 // If argv[i] is one of the flags above, takes it and its value (advancing i) and returns true;

@@ -24,6 +24,7 @@ std::unique_ptr<Search<G>> make_search(TreePolicy p, const G& g, SearchConfig cf
       return std::make_unique<InvokedSearch<G>>(g, cfg, *ctx);
     case TreePolicy::CachedShared:
       if (ctx == nullptr) fail("mcts: the cached-shared policy needs an objects::Context");
+      if (cfg.rave != 0) fail("mcts: --rave is for the local, root and owner-invoked trees (cached-shared keeps no AMAF words)");
       return std::make_unique<CachedSearch<G>>(g, cfg, *ctx);
   }
   fail("mcts: unknown tree policy");

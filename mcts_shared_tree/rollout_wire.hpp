@@ -3,6 +3,8 @@
 //
 //   rollout: [RolloutHeader][State][Step x depth]   (a rollout travelling down, or to evaluate)
 //   results: [object | epoch][Result x n]            (each path owner's edges, after evaluation)
+//   results with AMAF (RAVE):
+//            [object | epoch][AmafHeader][Result x n][black x moves][black won x moves]   (u16 counts)
 //   create:  [CreateHeader][State]                    (random-at-expansion: a child to create)
 //
 // Both begin with the search object's id at the objects::Context (a call finds its object by
@@ -14,6 +16,8 @@
 #include <cstring>
 #include <span>
 #include <vector>
+
+#include "loom/mcts_shared_tree/rave.hpp"
 
 namespace loom::mcts::invoked {
 
@@ -31,8 +35,15 @@ struct Result {
   uint64_t node;
   uint32_t wins;
   uint16_t edge;
-  uint8_t root;  // 1: the root's edge, the rollout is over (the starter counts it)
-  uint8_t pad;
+  uint8_t root;   // 1: the root's edge, the rollout is over (the starter counts it)
+  uint8_t mover;  // the player to move at the node (RAVE's AMAF words are that player's)
+};
+
+// The AMAF counts that follow a results message's Results under RAVE (rave.hpp, AmafCounts).
+struct AmafHeader {
+  uint32_t results;  // Results that follow
+  uint32_t moves;    // counts per kind that follow them
+  uint32_t k, black_wins;
 };
 
 struct RolloutHeader {
@@ -105,8 +116,45 @@ inline bool unpack_results(std::span<const std::byte> b, WireCheck c, std::vecto
   out.resize((b.size() - sizeof prefix) / sizeof(Result));
   if (!out.empty()) std::memcpy(out.data(), b.data() + sizeof prefix, b.size() - sizeof prefix);
   for (const Result& r : out)
-    if (r.root > 1) return false;
+    if (r.root > 1 || r.mover > 1) return false;
   return true;
+}
+
+inline void pack_results_amaf(std::vector<std::byte>& msg, uint32_t object, uint32_t epoch, std::span<const Result> results, const AmafCounts& c) {
+  const uint32_t prefix[2] = {object, epoch};
+  const AmafHeader h{static_cast<uint32_t>(results.size()), static_cast<uint32_t>(c.black.size()), c.k, c.black_wins};
+  msg.clear();
+  auto put = [&msg](const void* bytes, size_t n) {
+    const auto* b = static_cast<const std::byte*>(bytes);
+    msg.insert(msg.end(), b, b + n);
+  };
+  put(prefix, sizeof prefix);
+  put(&h, sizeof h);
+  put(results.data(), results.size() * sizeof(Result));
+  put(c.black.data(), c.black.size() * sizeof(uint16_t));
+  put(c.black_won.data(), c.black_won.size() * sizeof(uint16_t));
+}
+
+// False for bytes that are not whole AMAF results of the search `c` describes, with counts for
+// the game's `moves` moves that playouts could have produced (AmafCounts::consistent).
+inline bool unpack_results_amaf(std::span<const std::byte> b, WireCheck c, uint32_t moves, std::vector<Result>& out, AmafCounts& amaf) {
+  uint32_t prefix[2];
+  AmafHeader h;
+  if (b.size() < sizeof prefix + sizeof h) return false;
+  std::memcpy(prefix, b.data(), sizeof prefix);
+  std::memcpy(&h, b.data() + sizeof prefix, sizeof h);
+  if (prefix[1] != c.epoch || h.moves != moves || h.results > kMaxDepth) return false;
+  const size_t counts = size_t{moves} * sizeof(uint16_t), results = size_t{h.results} * sizeof(Result);
+  if (b.size() != sizeof prefix + sizeof h + results + 2 * counts) return false;
+  const std::byte* p = b.data() + sizeof prefix + sizeof h;
+  out.resize(h.results);
+  if (results != 0) std::memcpy(out.data(), p, results);
+  amaf.reset(static_cast<int>(moves));
+  amaf.k = h.k, amaf.black_wins = h.black_wins;
+  if (counts != 0) std::memcpy(amaf.black.data(), p + results, counts), std::memcpy(amaf.black_won.data(), p + results + counts, counts);
+  for (const Result& r : out)
+    if (r.root > 1 || r.mover > 1) return false;
+  return amaf.consistent();
 }
 
 template <typename State>

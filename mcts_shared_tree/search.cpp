@@ -71,6 +71,20 @@ int best_uct(int n, const float* visits, const float* wins, float c2_log_total) 
   return pick;
 }
 
+int best_rave(int n, const float* visits, const float* wins, const float* amaf_visits, const float* amaf_wins, float c2_log_total, float rave) {
+  alignas(64) float score[kMaxEdges];
+  for (int i = 0; i < n; ++i) {
+    const float v = visits[i], a = amaf_visits[i];
+    const float beta = a / (v + a + v * a / rave + 1e-9f);
+    const float q = v > 0 ? wins[i] / v : 0.0f, amaf = a > 0 ? amaf_wins[i] / a : 0.0f;
+    score[i] = (1.0f - beta) * q + beta * amaf + std::sqrt(c2_log_total / (v + 1.0f));
+  }
+  int pick = 0;
+  for (int i = 1; i < n; ++i)
+    if (score[i] > score[pick]) pick = i;
+  return pick;
+}
+
 int most_visited(int n, const uint64_t* stats) {
   int best = -1;
   uint32_t most = 0;

@@ -36,6 +36,9 @@ struct SearchConfig {
   Aggregation aggregation = Aggregation::Trad;     // owner-invoked
   uint32_t sync_every = 8192;      // rollouts between a process's publications (cached-shared)
   size_t region_block = 64 << 10;  // the tree region's block size (cached-shared)
+  // RAVE (Gelly and Silver): an edge's value blends its own win rate with its all-moves-as-first
+  // rate, weighted beta = a / (v + a + v a / rave) for v visits and a AMAF samples; 0: plain UCT.
+  uint32_t rave = 0;
   uint64_t seed = 1;
 };
 
@@ -60,19 +63,21 @@ struct EdgeStats {
   static constexpr uint64_t word(uint64_t visits, uint64_t wins) { return visits << 32 | wins; }
 };
 
-// A node: [edges | pad][stats x n][child x n][in flight x n][move x n], 8-byte aligned. child[i]
-// is 0 until edge i's child is a node, then the child's reference (its meaning is the tree
-// policy's); in flight counts the rollouts below edge i now (a second one is a virtual-loss
+// A node: [edges | pad][stats x n][child x n][amaf x n][in flight x n][move x n], 8-byte
+// aligned. child[i] is 0 until edge i's child is a node, then the child's reference (its meaning
+// is the tree policy's); amaf[i] is edge i's all-moves-as-first word (rave.hpp; zero without
+// RAVE); in flight counts the rollouts below edge i now (a second one is a virtual-loss
 // collision).
 struct NodeLayout {
   static size_t bytes(int edges) {
     const size_t n = static_cast<size_t>(edges);
-    return (8 + n * 8 + n * 8 + n * 4 + n * 2 + 7) & ~size_t{7};
+    return (8 + n * 8 * 3 + n * 4 + n * 2 + 7) & ~size_t{7};
   }
   static uint32_t edges(const uint8_t* node) { return *reinterpret_cast<const uint32_t*>(node); }
   static uint64_t* stats(uint8_t* node) { return reinterpret_cast<uint64_t*>(node + 8); }
   static uint64_t* children(uint8_t* node) { return stats(node) + edges(node); }
-  static uint32_t* in_flight(uint8_t* node) { return reinterpret_cast<uint32_t*>(children(node) + edges(node)); }
+  static uint64_t* amaf(uint8_t* node) { return children(node) + edges(node); }
+  static uint32_t* in_flight(uint8_t* node) { return reinterpret_cast<uint32_t*>(amaf(node) + edges(node)); }
   static uint16_t* moves(uint8_t* node) { return reinterpret_cast<uint16_t*>(in_flight(node) + edges(node)); }
   // Writes a fresh node for `n` moves into `mem` (bytes(n) of it, zeroed).
   static void make(uint8_t* mem, int n, const uint16_t* legal) {

@@ -14,7 +14,9 @@ relative to the OpenMP build on one thread (omp-t1 seconds / seconds), grouped b
 With --offload NAME, bench_offload CSVs make NAME.png: latency, overhead and message rate
 against requester threads, a line per mode. With --rpipe NAME, bench_rpipe and bench_rpipe_mpi
 CSVs make NAME.png: latency and bandwidth against message size for rwrite, rread, the
-Messenger and MPI RMA.
+Messenger and MPI RMA. With --engine NAME, bench_hex_engine CSVs make NAME.png: each match's
+win rate against the plain engine with its 95% interval, a bar per match (variant, board, and
+the time a move from the CSV's name when it carries one, "..._<seconds>.csv").
 Prints each file written.
 """
 import argparse
@@ -228,6 +230,38 @@ def rpipe_figure(rows, out):
     return out
 
 
+def engine_figure(paths, out):
+    """bench_hex_engine: win_rate with wilson_lo/wilson_hi per (variant, board), one bar each."""
+    bars = []
+    for path in paths:
+        rows = read_rows(path)
+        m = re.search(r"_([0-9.]+)\.csv$", os.path.basename(path))
+        when = f", {m.group(1)} s a move" if m else ""
+        got = defaultdict(dict)
+        for variant, size, metric, value, _ in rows:
+            if variant.startswith("engine-") and metric in ("win_rate", "wilson_lo", "wilson_hi", "games"):
+                got[(variant, int(size))][metric] = value
+        for (variant, board), v in sorted(got.items()):
+            if "win_rate" in v:
+                label = f"{variant.split('@')[0]}\n{board}x{board}{when}, {v.get('games', 0):.0f} games"
+                bars.append((label, v["win_rate"], v.get("wilson_lo", v["win_rate"]), v.get("wilson_hi", v["win_rate"])))
+    if not bars:
+        return None
+    fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(bars)), 4.5))
+    xs = range(len(bars))
+    ax.bar(xs, [b[1] for b in bars], yerr=[[b[1] - b[2] for b in bars], [b[3] - b[1] for b in bars]], capsize=6, color="tab:blue")
+    ax.axhline(0.5, color="grey", linestyle=":", label="even")
+    ax.axhline(0.65, color="tab:red", linestyle="--", label="target 0.65")
+    ax.set_xticks(list(xs), [b[0] for b in bars], fontsize=7)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("win rate against the plain engine (95% interval)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("csv", nargs="+")
@@ -236,7 +270,11 @@ def main():
     p.add_argument("--nas", help="draw NAME.png: bench_nas speeds relative to OpenMP on one thread over all CSVs")
     p.add_argument("--offload", help="draw NAME.png: bench_offload's three metrics against requester threads")
     p.add_argument("--rpipe", help="draw NAME.png: bench_rpipe beside bench_rpipe_mpi, latency and MB/s against size")
+    p.add_argument("--engine", help="draw NAME.png: bench_hex_engine's matches, win rate and 95%% interval per match")
     a = p.parse_args()
+    if a.engine:
+        print(engine_figure(a.csv, a.engine + ".png"))
+        return
     if a.rpipe:
         print(rpipe_figure([r for path in a.csv for r in read_rows(path)], a.rpipe + ".png"))
         return

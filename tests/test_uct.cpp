@@ -108,18 +108,23 @@ TEST(SearchFlags, EachFlagSetsItsField) {
   EXPECT_EQ(f.search.sync_every, 100u);
   EXPECT_EQ(f.search.seed, 42u);
   EXPECT_EQ(parse({"--seconds", "0.5"}).budget.rollouts, 0u) << "seconds replace a rollout budget";
+  const SearchFlags e = parse({"--playout", "bridge", "--rave", "300"});
+  EXPECT_EQ(e.playout, loom::mcts::HexPlayout::Bridge);
+  EXPECT_EQ(e.search.rave, 300u);
+  EXPECT_EQ(parse({}).playout, loom::mcts::HexPlayout::Uniform);
+  EXPECT_EQ(parse({}).search.rave, 0u) << "plain UCT unless asked";
 }
 
 TEST(SearchFlags, BadValuesAreErrorsNamingTheFlag) {
   const std::vector<std::vector<std::string>> bad = {
       {"--board", "2"}, {"--board", "20"}, {"--rollouts", "0"}, {"--seconds", "nan"}, {"--seconds", "-1"}, {"--K", "x"},
-      {"--exploration", "1e9"}, {"--policy", "tree"}, {"--virtual-loss", "65"}, {"--seed", "-3"}, {"--board"}};
+      {"--exploration", "1e9"}, {"--policy", "tree"}, {"--virtual-loss", "65"}, {"--seed", "-3"}, {"--board"}, {"--rave", "-1"}, {"--playout", "mohex"}};
   for (const auto& args : bad) {
     try {
       parse(args);
       ADD_FAILURE() << args[0] << " " << (args.size() > 1 ? args[1] : "") << " was accepted";
     } catch (const loom::Error& e) {
-      if (args[0] != "--policy") {
+      if (args[0] != "--policy" && args[0] != "--playout") {
         EXPECT_NE(std::string(e.what()).find(args[0]), std::string::npos) << e.what();
       }
     }

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   flags.search.threads = rt.threads_per_process();
   std::unique_ptr<objects::Context> ctx;
   if (flags.policy == mcts::TreePolicy::OwnerInvoked || flags.policy == mcts::TreePolicy::CachedShared) ctx = std::make_unique<objects::Context>(rt);
-  mcts::HexEngine engine(mcts::EngineOptions{flags.policy, flags.search, flags.budget, flags.board, quiet}, rt, ctx.get());
+  mcts::HexEngine engine(mcts::EngineOptions{flags.policy, flags.search, flags.budget, flags.board, flags.playout, quiet}, rt, ctx.get());
   mcts::serve_gtp(engine, rt, std::cin, std::cout);
   return 0;
 }

@@ -38,7 +38,7 @@ def notices():
 
 
 def rollout_wire():
-    # [board size - 3][threads - 1][kind: 0 rollout, 1 results][epoch] then the message.
+    # [board size - 3][threads - 1][kind: 0 rollout, 1 results, 2 results with AMAF][epoch] then the message.
     black, white = [0] * 19, [0] * 19
     black[0] |= 1 << 3   # d1
     white[2] |= 1 << 2   # c3
@@ -49,6 +49,9 @@ def rollout_wire():
     write("fuzz_rollout_wire", "leaf", bytes([2, 3, 0, 7]) + struct.pack("<IIQII", 2, 7, 0, 0, 0) + state)
     results = struct.pack("<QIHBB", 5, 3, 1, 0, 0) + struct.pack("<QIHBB", 6, 0, 2, 1, 0)
     write("fuzz_rollout_wire", "results", bytes([2, 3, 1, 7]) + struct.pack("<II", 2, 7) + results)
+    # Under RAVE (kind 2): 4 playouts, Black won 3, Black on every cell in 2 of them, both won.
+    counts = struct.pack("<25H", *([2] * 25)) * 2
+    write("fuzz_rollout_wire", "results-amaf", bytes([2, 3, 2, 7]) + struct.pack("<IIIIII", 2, 7, 2, 25, 4, 3) + results + counts)
 
 
 def object_batches():
