@@ -44,11 +44,12 @@ struct AmafCounts {
     // White held m in k - b playouts; White won k - black_wins, of which b - bw with Black on m.
     return EdgeStats::word(k - b, (k - black_wins) - (b - bw));
   }
-  // Whether the counts could have come from playouts (a parser's check: word() cannot wrap).
+  // Whether the counts could have come from at most 65,535 playouts (a parser's check: word()
+  // cannot wrap, and no word's wins exceed its visits, for either player).
   bool consistent() const {
-    if (black_wins > k || black.size() != black_won.size()) return false;
+    if (k > 0xFFFF || black_wins > k || black.size() != black_won.size()) return false;
     for (size_t m = 0; m < black.size(); ++m)
-      if (black[m] > k || black_won[m] > black[m] || uint32_t{black[m]} - black_won[m] > k - black_wins) return false;
+      if (black[m] > k || black_won[m] > black[m] || black_won[m] > black_wins || uint32_t{black[m]} - black_won[m] > k - black_wins) return false;
     return true;
   }
 };

@@ -71,6 +71,16 @@ TEST(Rave, CountsNoPlayoutsCouldGiveAreInconsistent) {
   EXPECT_TRUE(broken([](AmafCounts& d) { d.black_won[1] = 5; }));  // more won than held
   EXPECT_TRUE(broken([](AmafCounts& d) { d.black_won[3] = 0; }));  // 5 held and lost, only 4 lost in all
   EXPECT_TRUE(broken([](AmafCounts& d) { d.black_won.pop_back(); }));
+  // Found by fuzz_rollout_wire: more won with Black on a cell than Black won in all gave White
+  // a word with more wins than visits.
+  EXPECT_TRUE(broken([](AmafCounts& d) { d.black_wins = 3, d.black_won = {3, 4, 0, 1}, d.black = {10, 4, 0, 4}; }));
+  EXPECT_TRUE(broken([](AmafCounts& d) { d.k = 70000, d.black_wins = 6; })) << "more playouts than u16 counts can hold";
+  for (int player : {0, 1})
+    for (uint16_t m = 0; m < 4; ++m) {
+      const EdgeStats e = EdgeStats::of(c.word(player, m));
+      EXPECT_LE(e.wins, e.visits);
+      EXPECT_LE(e.visits, c.k);
+    }
 }
 
 TEST(Rave, SelectionTriesBlankEdgesFirstThenTrustsAmafWhileVisitsAreFew) {
