@@ -90,7 +90,7 @@ class WithRuntime : public testing::Test {
 Runtime* WithRuntime::rt_ = nullptr;
 
 TEST_F(WithRuntime, RDMAAllocatorRegistersOncePerSuperchunk) {
-  RDMAAllocator a(rt_->provider(), 0, 16u << 20);
+  RDMAAllocator a(rt_->provider(), 0, 16u << 20, 0);
   std::vector<RDMAMemory> chunks;
   for (int i = 0; i < 8; ++i) chunks.push_back(a.allocate_chunk(1u << 20));  // 8 x 2 MiB in one 16 MiB
   EXPECT_EQ(a.registrations(), 1u);

@@ -1,5 +1,6 @@
 // Service threads, send-based service calls and remote allocation, between processes.
 #include <gtest/gtest.h>
+#include <hwloc.h>
 
 #include <chrono>
 
@@ -231,6 +232,22 @@ TEST(RemoteMemory, AnAllocationNearAThreadTakesThatThreadsZone) {
   }
   rt().barrier();
   EXPECT_EQ(rt().heap().live_allocations(), 0u);
+}
+
+// A zone's memory is bound to the NUMA node the system numbers it by: zones are hwloc's logical
+// indices, and the memory binding takes the operating system's (service.zones names them 1 and 0
+// on its synthetic machine; the allocators passed the zone itself before).
+TEST(RemoteMemory, AZonesMemoryIsBoundToItsOperatingSystemNode) {
+  hwloc_topology_t topo;  // the machine as the runtime read it (HWLOC_SYNTHETIC included)
+  ASSERT_EQ(hwloc_topology_init(&topo), 0);
+  ASSERT_EQ(hwloc_topology_load(topo), 0);
+  for (int z = 0; z < rt().numa_zones(); ++z) {
+    const hwloc_obj_t node = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(z));
+    ASSERT_NE(node, nullptr);
+    EXPECT_EQ(rt().allocator(z).zone(), z);
+    EXPECT_EQ(rt().allocator(z).numa_node(), static_cast<int>(node->os_index)) << "zone " << z;
+  }
+  hwloc_topology_destroy(topo);
 }
 
 TEST(Runtime, NamesMachinesProcessesAndThreads) {

@@ -7,8 +7,8 @@
 
 namespace loom::memory {
 
-RDMAAllocator::RDMAAllocator(fabric::Provider& provider, int zone, size_t superchunk)
-    : provider_(provider), zone_(zone), superchunk_(superchunk) {
+RDMAAllocator::RDMAAllocator(fabric::Provider& provider, int zone, size_t superchunk, int numa_node)
+    : provider_(provider), zone_(zone), numa_node_(numa_node), superchunk_(superchunk) {
   if (superchunk < kChunkGranule || superchunk % kChunkGranule != 0)
     fail("RDMAAllocator: superchunk size ", superchunk, " must be a positive multiple of 2 MiB");
 }
@@ -29,7 +29,7 @@ RDMAMemory RDMAAllocator::allocate_chunk(size_t size) {
   }
   // A new superchunk, registered once; chunks larger than a superchunk get one of their own.
   size_t bytes = std::max(want, superchunk_);
-  auto s = std::unique_ptr<Super>(new Super{provider_.map_chunk(bytes, zone_), {}, GeneralAllocator(bytes, Fit::First, kChunkGranule)});
+  auto s = std::unique_ptr<Super>(new Super{provider_.map_chunk(bytes, numa_node_), {}, GeneralAllocator(bytes, Fit::First, kChunkGranule)});
   try {
     s->mr = provider_.register_memory(s->chunk.addr, bytes, fabric::kAllAccess);
   } catch (...) {

@@ -31,7 +31,10 @@ constexpr size_t kChunkGranule = 2u << 20;  // 2 MiB
 class RDMAAllocator {
  public:
   // superchunk: size of the provider mappings (and registrations) chunks are cut from.
-  RDMAAllocator(fabric::Provider& provider, int zone, size_t superchunk);
+  // numa_node: the operating system's number of the zone's NUMA node, which the provider binds
+  // the mappings to (hwloc's os_index; the zone is hwloc's logical index, and the two differ
+  // where the system numbers its nodes sparsely or out of order); -1 binds nothing.
+  RDMAAllocator(fabric::Provider& provider, int zone, size_t superchunk, int numa_node);
   ~RDMAAllocator();
   RDMAAllocator(const RDMAAllocator&) = delete;
   RDMAAllocator& operator=(const RDMAAllocator&) = delete;
@@ -48,6 +51,7 @@ class RDMAAllocator {
   std::optional<fabric::MemoryRegion> registration_of(const void* addr, size_t len) const;
 
   int zone() const { return zone_; }
+  int numa_node() const { return numa_node_; }
   fabric::Provider& provider() { return provider_; }
   size_t registrations() const;  // memory registrations made so far (one per superchunk)
   size_t superchunk_size() const { return superchunk_; }
@@ -63,6 +67,7 @@ class RDMAAllocator {
   RDMAMemory hand_out(Super& s, uint64_t off, size_t want);
   fabric::Provider& provider_;
   int zone_;
+  int numa_node_;
   size_t superchunk_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Super>> supers_;

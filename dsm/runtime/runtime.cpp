@@ -147,7 +147,7 @@ Runtime::Runtime(int& argc, char**& argv) {
 
     size_t super = settings::get_size(settings::dsm::kSuperchunk);
     for (int z = 0; z < std::max(1, numa_zones_hint_); ++z) {
-      allocators_.push_back(std::make_unique<memory::RDMAAllocator>(*provider_, z, super));
+      allocators_.push_back(std::make_unique<memory::RDMAAllocator>(*provider_, z, super, zone_os_node(z)));
       heaps_.push_back(std::make_unique<memory::RegisteredHeap>(*allocators_.back(),
                                                                 memory::parse_fit(settings::get_choice(settings::dsm::kHeapFit))));
     }
@@ -246,6 +246,12 @@ void Runtime::read_machine_shape() {
   for (size_t z = 0; z < by_zone.size(); ++z)
     if (!by_zone[z].empty()) shape_.zone_cores.push_back(std::move(by_zone[z])), zone_ids_.push_back(static_cast<int>(z));
   shape_.check();
+}
+
+int Runtime::zone_os_node(int zone) const {
+  auto topo = static_cast<hwloc_topology_t>(topology_);
+  const hwloc_obj_t node = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(zone));
+  return node == nullptr || node->os_index == HWLOC_UNKNOWN_INDEX ? -1 : static_cast<int>(node->os_index);
 }
 
 runtime::ProcessPlace Runtime::place() const { return runtime::ProcessPlace{local_rank_, local_size_, threads_}; }

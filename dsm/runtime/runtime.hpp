@@ -157,6 +157,8 @@ class Runtime {
   runtime::ProcessPlace place() const;
   size_t zone_index(int zone) const;  // -1: this process's zone; else checked
   void setup_topology();
+  // The operating system's number of NUMA zone `zone` (hwloc's logical index), -1 if unknown.
+  int zone_os_node(int zone) const;
   void start_offloader();
   void check_qps_per_peer();
   std::unique_ptr<Mesh> make_mesh_with(const fabric::QpCaps& caps, uint32_t recv_cq_depth, signal::offload::Offloader* offloader,
