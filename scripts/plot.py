@@ -243,11 +243,14 @@ def engine_figure(paths, out):
                 got[(variant, int(size))][metric] = value
         for (variant, board), v in sorted(got.items()):
             if "win_rate" in v:
-                label = f"{variant.split('@')[0]}\n{board}x{board}{when}, {v.get('games', 0):.0f} games"
+                name = variant.split("@")[0].removeprefix("engine-")
+                for policy in ("-owner-invoked", "-local", "-root"):
+                    name = name.replace(policy, "\n" + policy[1:], 1)
+                label = f"{name}\n{board}x{board}{when}, {v.get('games', 0):.0f} games"
                 bars.append((label, v["win_rate"], v.get("wilson_lo", v["win_rate"]), v.get("wilson_hi", v["win_rate"])))
     if not bars:
         return None
-    fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(bars)), 4.5))
+    fig, ax = plt.subplots(figsize=(max(6, 2.4 * len(bars)), 4.8))
     xs = range(len(bars))
     ax.bar(xs, [b[1] for b in bars], yerr=[[b[1] - b[2] for b in bars], [b[3] - b[1] for b in bars]], capsize=6, color="tab:blue")
     ax.axhline(0.5, color="grey", linestyle=":", label="even")
