@@ -143,7 +143,7 @@ class CachedSearch final : public Search<G> {
       n = child(e, s, summed(e).visits >= cfg_.expand_at * k + vl);
     }
     const int over = g_.winner(s);
-    const uint32_t black = over >= 0 ? (over == 0 ? k : 0) : playouts_won(g_, s, 0, k, rng);
+    const uint32_t black = leaf_black_wins(g_, s, over, k, rng);
     for (int d = 0; d < depth; ++d) {
       const uint32_t wins = path[d].mover == 0 ? black : k - black;
       nodes_.add(path[d].edge, (static_cast<uint64_t>(static_cast<int64_t>(k) - static_cast<int64_t>(vl)) << 32) + wins);

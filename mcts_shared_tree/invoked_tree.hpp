@@ -462,10 +462,7 @@ class InvokedSearch final : public Search<G> {
   // Black's wins of K playouts from `s` (`over`: its winner, or -1), with AMAF counts into the
   // step's scratch under RAVE.
   uint32_t evaluate(Worker& w, Scratch& sc, const State& s, int over) {
-    const uint32_t k = cfg_.playouts;
-    if constexpr (AmafGame<G>)
-      if (cfg_.rave != 0) return playouts_with_amaf(g_, s, k, w.rng, sc.amaf);
-    return over >= 0 ? (over == 0 ? k : 0) : playouts_won(g_, s, 0, k, w.rng);
+    return evaluate_leaf(g_, s, over, cfg_.playouts, cfg_.rave, w.rng, sc.amaf);
   }
 
   // A call's message begins with its search object's id: the call runs on that object, pinned

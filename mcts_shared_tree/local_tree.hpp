@@ -137,10 +137,7 @@ class LocalTree {
   // Black's wins of K playouts from `s` (`over`: its winner, or -1), with AMAF counts into
   // worker w's under RAVE.
   uint32_t evaluate(const State& s, int over, int w, Rng& rng) {
-    const uint32_t k = cfg_.playouts;
-    if constexpr (AmafGame<G>)
-      if (cfg_.rave != 0) return playouts_with_amaf(g_, s, k, rng, amaf_[static_cast<size_t>(w)]);
-    return over >= 0 ? (over == 0 ? k : 0) : playouts_won(g_, s, 0, k, rng);
+    return evaluate_leaf(g_, s, over, cfg_.playouts, cfg_.rave, rng, amaf_[static_cast<size_t>(w)]);
   }
 
   uint8_t* make_node(Arena& a, const State& s) {

@@ -83,6 +83,16 @@ uint32_t playouts_with_amaf(const G& g, const typename G::State& s, uint32_t k, 
   return c.black_wins;
 }
 
+// A leaf's evaluation as every tree policy makes it: Black's wins of K playouts from `s`
+// (`over`: its winner, or -1) and, when `rave` is non-zero for a game that offers AMAF, the
+// leaf's counts in `c` (untouched otherwise).
+template <typename G>
+uint32_t evaluate_leaf(const G& g, const typename G::State& s, int over, uint32_t k, uint32_t rave, Rng& rng, AmafCounts& c) {
+  if constexpr (AmafGame<G>)
+    if (rave != 0) return playouts_with_amaf(g, s, k, rng, c);
+  return leaf_black_wins(g, s, over, k, rng);
+}
+
 // The most promising edge under RAVE: with v visits, w wins, a AMAF samples and x AMAF wins,
 // beta = a / (v + a + v a / rave), value (1 - beta) w/v + beta x/a, plus UCT's bonus
 // c sqrt(ln(total + 1) / (v + 1)); an edge with neither visits nor samples first (a random one).

@@ -146,4 +146,11 @@ uint32_t playouts_won(const G& g, const typename G::State& s, int player, uint32
   return wins;
 }
 
+// Black's wins of K playouts from `s`, whose winner is `over` (-1 while the game goes on: then
+// K playouts; a finished game counts K times for its winner).
+template <typename G>
+uint32_t leaf_black_wins(const G& g, const typename G::State& s, int over, uint32_t k, Rng& rng) {
+  return over >= 0 ? (over == 0 ? k : 0) : playouts_won(g, s, 0, k, rng);
+}
+
 }  // namespace loom::mcts

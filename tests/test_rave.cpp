@@ -55,6 +55,21 @@ TEST(Rave, AFinishedGameCountsItsOwnPositionKTimes) {
   EXPECT_EQ(EdgeStats::of(c.word(1, *g.parse_move("c3"))).visits, 8u - 0u);
 }
 
+TEST(Rave, ALeafIsEvaluatedWithCountsOnlyUnderRave) {
+  const Hex g(5);
+  Hex::State s = g.initial();
+  g.play(s, *g.parse_move("c3"));
+  AmafCounts c;
+  Rng plain(4), with_rave(4), reference(4);
+  EXPECT_EQ(evaluate_leaf(g, s, -1, 32, 0, plain, c), playouts_won(g, s, 0, 32, reference));
+  EXPECT_EQ(c.k, 0u);  // no counts without RAVE
+  const uint32_t black = evaluate_leaf(g, s, -1, 32, 300, with_rave, c);
+  EXPECT_EQ(c.k, 32u);
+  EXPECT_EQ(c.black_wins, black);
+  EXPECT_EQ(leaf_black_wins(g, s, 0, 32, plain), 32u);  // a finished game counts K times
+  EXPECT_EQ(leaf_black_wins(g, s, 1, 32, plain), 0u);
+}
+
 TEST(Rave, CountsNoPlayoutsCouldGiveAreInconsistent) {
   AmafCounts c;
   c.reset(4);
