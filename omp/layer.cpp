@@ -34,6 +34,18 @@ void refuse_cancellation() {
   fail("omp: OMP_CANCELLATION=", c, " is neither true nor false");
 }
 
+// One line of a process's coherence counters (LOOM_OMP_STATS=1), for finding what a program pays.
+void print_stats(int rank, const coherence::Stats& s) {
+  std::fprintf(stderr,
+               "loom-omp: rank %d: faults %llu read_misses %llu bytes_fetched %llu revalidations %llu twins %llu "
+               "released_blocks %llu exclusive_claims %llu invalidations %llu notices %llu races %llu\n",
+               rank, static_cast<unsigned long long>(s.faults), static_cast<unsigned long long>(s.read_misses),
+               static_cast<unsigned long long>(s.bytes_fetched), static_cast<unsigned long long>(s.revalidations),
+               static_cast<unsigned long long>(s.twins), static_cast<unsigned long long>(s.released_blocks),
+               static_cast<unsigned long long>(s.exclusive_claims), static_cast<unsigned long long>(s.invalidations),
+               static_cast<unsigned long long>(s.notices), static_cast<unsigned long long>(s.races));
+}
+
 }  // namespace
 
 Layer* Layer::find() { return g_layer; }
@@ -68,8 +80,9 @@ void Layer::make_heap() {
   heap_bytes_ = (loom::settings::get_size(settings::kHeap) + k2M - 1) / k2M * k2M;
   heap_mem_ = region::map_at_common_address(rt_->bootstrap(), heap_bytes_, true);
   if (heap_mem_ == nullptr) fail("omp: no range of ", heap_bytes_, " bytes free in every process for the shared heap (LOOM_OMP_HEAP)");
-  heap_region_ = &space_->share_fresh_in_place(heap_mem_, heap_bytes_, loom::settings::get_size(settings::kHeapBlock));
-  heap_ = new SharedHeap(heap_mem_, heap_bytes_, rt_->rank(), rt_->size());
+  const size_t block = loom::settings::get_size(settings::kHeapBlock);
+  heap_region_ = &space_->share_fresh_in_place(heap_mem_, heap_bytes_, block);
+  heap_ = new SharedHeap(heap_mem_, heap_bytes_, rt_->rank(), rt_->size(), block);
 }
 
 // At 2 processes or more, unless LOOM_OMP_INLINE_ATOMICS=native: every process replaces the
@@ -96,6 +109,7 @@ Layer::~Layer() {
   set_atomic_router(nullptr);
   g_layer = nullptr;
   team_.reset();
+  if (loom::settings::get_bool(settings::kStats)) print_stats(rt_->rank(), space_->stats());
   if (heap_region_ != nullptr) space_->destroy_region(*heap_region_);
   space_->destroy_region(*stack_);
   if (data_ != nullptr) space_->destroy_region(*data_);

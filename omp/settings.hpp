@@ -25,11 +25,15 @@ inline constexpr Setting kHeapBlock{"LOOM_OMP_HEAP_BLOCK", T::Size, "64K", "4K..
                                     "invalidations; larger blocks cost fewer faults on large arrays and more false sharing on "
                                     "small objects"};
 
+inline constexpr Setting kStats{"LOOM_OMP_STATS", T::Bool, "0", "",
+                                "print each process's coherence counters (faults, misses, twins, releases, notices) to "
+                                "stderr when the program ends"};
+
 // Set by the layer itself when it starts the program again with address randomization off.
 inline constexpr Setting kRestarted{"LOOM_OMP_RESTARTED", T::Bool, "0", "",
                                     "set by the layer when it has started the program again with address randomization off"};
 
-inline constexpr const Setting* kAll[] = {&kStack, &kInlineAtomics, &kHeap, &kHeapBlock, &kRestarted};
+inline constexpr const Setting* kAll[] = {&kStack, &kInlineAtomics, &kHeap, &kHeapBlock, &kStats, &kRestarted};
 inline constexpr loom::settings::Table kTable{"omp", kAll};
 inline const bool kRegistered = loom::settings::register_table(kTable);  // for the start-up check
 

@@ -11,15 +11,17 @@ namespace {
 size_t granules(size_t bytes) { return bytes / SharedHeap::kGranule * SharedHeap::kGranule; }
 }  // namespace
 
-SharedHeap::SharedHeap(uint8_t* base, size_t bytes, int rank, int nprocs)
+SharedHeap::SharedHeap(uint8_t* base, size_t bytes, int rank, int nprocs, size_t block)
     : base_(base),
       bytes_(bytes),
       first_(nprocs > 1 ? granules(bytes / 2) : granules(bytes)),
       other_(nprocs > 1 ? granules((bytes - first_) / static_cast<size_t>(nprocs - 1)) : 0),
       slice_(rank == 0 ? first_ : other_),
+      block_(block),
       rank_(rank),
       nprocs_(nprocs) {
   if (nprocs < 1 || rank < 0 || rank >= nprocs) fail("omp: heap for rank ", rank, " of ", nprocs);
+  if (block < kGranule || (block & (block - 1)) != 0) fail("omp: a heap's coherence block of ", block, " bytes is not a power of two of 64 or more");
   if (reinterpret_cast<uintptr_t>(base) % kGranule != 0 || slice_ < kGranule)
     fail("omp: a heap of ", bytes, " bytes at ", static_cast<void*>(base), " cannot be cut into ", nprocs, " slices");
   mine_ = rank_ == 0 ? base_ : base_ + first_ + other_ * static_cast<size_t>(rank_ - 1);
@@ -35,13 +37,18 @@ int SharedHeap::owner(const void* p) const {
 void* SharedHeap::allocate(size_t n, size_t align) {
   if (align < 16) align = 16;
   if ((align & (align - 1)) != 0 || align > slice_) return nullptr;
+  // A large block's data in blocks of its own: from a block boundary to the end of its last.
+  const bool large = n >= block_;
+  if (large) align = std::max(align, block_);
+  const size_t room = large ? (n + block_ - 1) / block_ * block_ : n;
+  if (room < n) return nullptr;
   // Room for the header before the pointer, and for moving the pointer up to `align`.
   const size_t pad = align <= kGranule ? kGranule : align;
-  if (n > slice_ - pad) return nullptr;
+  if (room > slice_ - pad) return nullptr;
   std::optional<uint64_t> off;
   {
     std::lock_guard<std::mutex> g(mu_);
-    off = alloc_->allocate(n + pad);
+    off = alloc_->allocate(room + pad);
   }
   if (!off) return nullptr;
   uint8_t* start = mine_ + *off;

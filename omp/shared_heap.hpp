@@ -6,7 +6,10 @@
 // slice with bookkeeping of its own, so an allocation never waits for another process; a block
 // is read and written by any process like the rest of shared memory. Each block carries a
 // 16-byte header in the range (its size and where it starts), so any process can find a
-// block's size (realloc) and owner.
+// block's size (realloc) and owner. An allocation of a coherence block or more starts on a block
+// boundary and owns its last block whole, so no other allocation shares a block with its data:
+// arrays that different processes write in parts do not falsely share their neighbours' blocks
+// (at most two blocks of room a large allocation).
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -22,8 +25,9 @@ class SharedHeap {
   static constexpr size_t kHeader = 16;
   static constexpr size_t kGranule = 64;  // every block starts on a 64-byte boundary
 
-  // [base, base + bytes): zeros, cut into nprocs slices as above.
-  SharedHeap(uint8_t* base, size_t bytes, int rank, int nprocs);
+  // [base, base + bytes): zeros, cut into nprocs slices as above; `block` is the range's
+  // coherence block (a power of two, at least kGranule).
+  SharedHeap(uint8_t* base, size_t bytes, int rank, int nprocs, size_t block);
   SharedHeap(const SharedHeap&) = delete;
   SharedHeap& operator=(const SharedHeap&) = delete;
 
@@ -59,6 +63,7 @@ class SharedHeap {
   size_t first_;  // rank 0's slice
   size_t other_;  // each other rank's
   size_t slice_;  // this process's
+  size_t block_;
   int rank_, nprocs_;
   uint8_t* mine_;  // this process's slice
   mutable std::mutex mu_;

@@ -5,11 +5,12 @@
 #   scripts/npb-omp.sh NPB_DIR BUILD_DIR [CLASS [NP [BENCHMARKS]]]
 # NPB_DIR: an NPB-CPP checkout or its NPB-OMP folder; BUILD_DIR: Loom's build tree (its loomrun
 # and omp/libloom-omp.so); CLASS S by default; NP 2; BENCHMARKS "bt cg ep ft is lu mg sp".
-# The sources are copied to BUILD_DIR/npb-omp and built there with the layer's link line and one
-# build flag of NPB-CPP's own, DO_NOT_ALLOCATE_ARRAYS_WITH_DYNAMIC_MEMORY_AND_AS_SINGLE_DIMENSION:
-# its arrays static globals rather than blocks malloc'd by global constructors, which run before
-# the layer starts (each process's own memory). Prints one line a benchmark; exits 1 if any did
-# not verify.
+# The sources are copied to BUILD_DIR/npb-omp and built there with NPB-CPP's own flags (its
+# config/make.def: -O3 -fopenmp -mcmodel=medium) and the layer's link line. NPB_STATIC_ARRAYS=1
+# adds NPB-CPP's own DO_NOT_ALLOCATE_ARRAYS_WITH_DYNAMIC_MEMORY_AND_AS_SINGLE_DIMENSION (its
+# arrays static globals rather than blocks its global constructors malloc, which the layer's
+# heap serves either way). Runs in checking mode (LOOM_CHECK=on unless set), which reports data
+# races. Prints one line a benchmark; exits 1 if any did not verify.
 set -euo pipefail
 usage="usage: npb-omp.sh NPB_DIR BUILD_DIR [CLASS [NP [BENCHMARKS]]]"
 src=${1:?$usage}
@@ -26,7 +27,12 @@ lib="$build/omp"
 
 work="$build/npb-omp"
 rm -rf "$work" && mkdir -p "$work" && cp -r "$src"/. "$work"/
-flags="-O3 -fopenmp -mcmodel=medium -DDO_NOT_ALLOCATE_ARRAYS_WITH_DYNAMIC_MEMORY_AND_AS_SINGLE_DIMENSION"
+flags="-O3 -fopenmp -mcmodel=medium"
+case "${NPB_STATIC_ARRAYS:-0}" in
+  0) ;;
+  1) flags+=" -DDO_NOT_ALLOCATE_ARRAYS_WITH_DYNAMIC_MEMORY_AND_AS_SINGLE_DIMENSION" ;;
+  *) echo "npb-omp: NPB_STATIC_ARRAYS must be 0 or 1, not '$NPB_STATIC_ARRAYS'"; exit 2 ;;
+esac
 link="-lm -L$lib -Wl,-rpath,$lib -lloom-omp -Wl,-z,now -Wl,--as-needed"
 status=0
 for b in $benchmarks; do
@@ -35,7 +41,7 @@ for b in $benchmarks; do
   fi
   log="$work/$b.$class.np$np.log"
   start=$SECONDS
-  "$build/loomrun" -n "$np" --timeout 600 "$work/bin/$b.$class" > "$log" 2>&1 || true
+  LOOM_CHECK=${LOOM_CHECK:-on} "$build/loomrun" -n "$np" --timeout 600 "$work/bin/$b.$class" > "$log" 2>&1 || true
   secs=$(sed -n 's/.*Time in seconds = *\([0-9.]*\).*/\1/p' "$log" | head -1)
   races=$(grep -c "data race" "$log" || true)
   if grep -qE "Verification += +SUCCESSFUL|VERIFICATION SUCCESSFUL" "$log"; then

@@ -14,6 +14,10 @@
 namespace loom::omp {
 namespace {
 
+// A coherence block as large as the range: no allocation of the tests below is large (placement
+// in blocks is tested on its own).
+constexpr size_t kNoLarge = size_t{1} << 20;
+
 struct Range {
   size_t bytes = size_t{1} << 20;
   uint8_t* base = static_cast<uint8_t*>(std::aligned_alloc(4096, bytes));
@@ -22,7 +26,7 @@ struct Range {
 
 TEST(OmpSharedHeap, EachProcessAllocatesFromItsOwnSlice) {
   Range r;
-  SharedHeap h0(r.base, r.bytes, 0, 2), h1(r.base, r.bytes, 1, 2);
+  SharedHeap h0(r.base, r.bytes, 0, 2, kNoLarge), h1(r.base, r.bytes, 1, 2, kNoLarge);
   void* a = h0.allocate(100, 16);
   void* b = h1.allocate(100, 16);
   ASSERT_NE(a, nullptr);
@@ -39,7 +43,7 @@ TEST(OmpSharedHeap, RankZeroHasHalfTheRangeAndTheOthersShareTheRest) {
   Range r;
   constexpr int kProcs = 4;
   std::vector<std::unique_ptr<SharedHeap>> heaps;
-  for (int rank = 0; rank < kProcs; ++rank) heaps.push_back(std::make_unique<SharedHeap>(r.base, r.bytes, rank, kProcs));
+  for (int rank = 0; rank < kProcs; ++rank) heaps.push_back(std::make_unique<SharedHeap>(r.base, r.bytes, rank, kProcs, kNoLarge));
   EXPECT_EQ(heaps[0]->slice_bytes(), r.bytes / 2) << "rank 0's master makes the serial code's allocations";
   size_t total = 0;
   for (int rank = 0; rank < kProcs; ++rank) {
@@ -63,7 +67,7 @@ TEST(OmpSharedHeap, RankZeroHasHalfTheRangeAndTheOthersShareTheRest) {
 
 TEST(OmpSharedHeap, AlignmentsAndSizesAreKept) {
   Range r;
-  SharedHeap h(r.base, r.bytes, 0, 1);
+  SharedHeap h(r.base, r.bytes, 0, 1, kNoLarge);
   std::set<void*> seen;
   for (size_t align : {16u, 64u, 256u, 4096u}) {
     for (size_t n : {1u, 17u, 4000u}) {
@@ -81,7 +85,7 @@ TEST(OmpSharedHeap, AlignmentsAndSizesAreKept) {
 
 TEST(OmpSharedHeap, AFullSliceSaysSoAndFreedMemoryIsReused) {
   Range r;
-  SharedHeap h(r.base, r.bytes, 0, 4);
+  SharedHeap h(r.base, r.bytes, 0, 4, kNoLarge);
   EXPECT_EQ(h.allocate(h.slice_bytes(), 16), nullptr) << "the header needs room";
   EXPECT_EQ(h.allocate(SIZE_MAX - 8, 16), nullptr);
   EXPECT_EQ(h.allocate(64, 48), nullptr) << "alignment not a power of two";
@@ -94,7 +98,7 @@ TEST(OmpSharedHeap, AFullSliceSaysSoAndFreedMemoryIsReused) {
 
 TEST(OmpSharedHeap, AnotherProcesssBlockIsLeftToItAndCounted) {
   Range r;
-  SharedHeap h0(r.base, r.bytes, 0, 2), h1(r.base, r.bytes, 1, 2);
+  SharedHeap h0(r.base, r.bytes, 0, 2, kNoLarge), h1(r.base, r.bytes, 1, 2, kNoLarge);
   void* b = h1.allocate(64, 16);
   h0.free(b);
   EXPECT_EQ(h0.foreign_frees(), 1u);
@@ -105,15 +109,39 @@ TEST(OmpSharedHeap, AnotherProcesssBlockIsLeftToItAndCounted) {
 
 TEST(OmpSharedHeap, BadPointersAndDoubleFreesAreClearErrors) {
   Range r;
-  SharedHeap h(r.base, r.bytes, 0, 1);
+  SharedHeap h(r.base, r.bytes, 0, 1, kNoLarge);
   void* p = h.allocate(32, 16);
   h.free(p);
   EXPECT_THROW(h.free(p), loom::Error) << "freed twice";
   int outside = 0;
   EXPECT_THROW(h.free(&outside), loom::Error);
   EXPECT_THROW((void)h.size_of(static_cast<uint8_t*>(h.allocate(64, 16)) + 16), loom::Error) << "not a block's start";
-  EXPECT_THROW(SharedHeap(r.base, r.bytes, 2, 2), loom::Error);
-  EXPECT_THROW(SharedHeap(r.base + 8, r.bytes, 0, 1), loom::Error);
+  EXPECT_THROW(SharedHeap(r.base, r.bytes, 2, 2, kNoLarge), loom::Error);
+  EXPECT_THROW(SharedHeap(r.base + 8, r.bytes, 0, 1, kNoLarge), loom::Error);
+}
+
+TEST(OmpSharedHeap, ALargeAllocationHasBlocksOfItsOwn) {
+  Range r;
+  constexpr size_t kBlock = 4096;
+  SharedHeap h(r.base, r.bytes, 0, 2, kBlock);
+  const auto block_of = [](const void* p) { return reinterpret_cast<uintptr_t>(p) / kBlock; };
+  void* before = h.allocate(100, 16);
+  void* large = h.allocate(5000, 16);
+  void* exact = h.allocate(kBlock, 16);
+  void* after = h.allocate(100, 16);
+  ASSERT_TRUE(before != nullptr && large != nullptr && exact != nullptr && after != nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(large) % kBlock, 0u) << "a large allocation starts on a block";
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(exact) % kBlock, 0u) << "one block's worth is large";
+  EXPECT_EQ(h.size_of(large), 5000u);
+  EXPECT_LT(block_of(static_cast<uint8_t*>(before) + 99), block_of(large));
+  EXPECT_GT(block_of(exact), block_of(static_cast<uint8_t*>(large) + 4999)) << "its last block is its own";
+  EXPECT_GT(block_of(after), block_of(static_cast<uint8_t*>(exact) + kBlock - 1));
+  std::memset(large, 0xab, 5000);
+  for (void* p : {before, large, exact, after}) h.free(p);
+  EXPECT_EQ(h.free_bytes(), h.slice_bytes());
+  EXPECT_EQ(h.allocate(SIZE_MAX - kBlock / 2, 16), nullptr) << "rounding up to blocks does not wrap";
+  EXPECT_THROW(SharedHeap(r.base, r.bytes, 0, 1, 48), loom::Error) << "a block not a power of two";
+  EXPECT_THROW(SharedHeap(r.base, r.bytes, 0, 1, 32), loom::Error) << "a block below the granule";
 }
 
 }  // namespace
