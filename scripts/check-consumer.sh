@@ -3,15 +3,24 @@
 # shared libraries, with the static ones, and a pkg-config compile line — and runs each under
 # the installed loomrun with 2 processes; then the OpenMP example (histogram.c) with nothing but
 # -fopenmp and the loom-omp link line, at 2 processes of 2 threads.
-# Usage: check-consumer.sh [--link-lines] [PREFIX]   (no PREFIX: Loom installed in the system,
-# e.g. the .debs; --link-lines: the pkg-config compile line and the OpenMP example only)
+# Usage: check-consumer.sh [--link-lines | --no-link-lines] [PREFIX]   (no PREFIX: Loom installed
+# in the system, e.g. the .debs; --link-lines: the pkg-config compile line and the OpenMP example
+# only; --no-link-lines: the find_package forms only). LOOM_CONSUMER_WORK: where the builds go and
+# stay (default: a temporary folder, removed at the end).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../examples/consumer" && pwd)
 kinds="shared static"
+link_lines=1
 if [ "${1:-}" = --link-lines ]; then kinds=""; shift; fi
+if [ "${1:-}" = --no-link-lines ]; then link_lines=0; shift; fi
 prefix=${1:-}
-work=$(mktemp -d /tmp/loom-consumer.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${LOOM_CONSUMER_WORK:-}" ]; then
+  work=$LOOM_CONSUMER_WORK
+  mkdir -p "$work"
+else
+  work=$(mktemp -d /tmp/loom-consumer.XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+fi
 cmake_args=(-G Ninja)
 loomrun=loomrun
 if [ -n "$prefix" ]; then
@@ -26,6 +35,7 @@ for kind in $kinds; do
   echo "== consumer ($kind libraries, find_package(Loom)): $loomrun -n 2 =="
   "$loomrun" -n 2 --timeout 120 "$work/$kind/consumer"
 done
+[ $link_lines = 1 ] || exit 0
 echo "== consumer (pkg-config): g++ -std=c++20 consumer.cpp \$(pkg-config --cflags --libs loom) =="
 libdir=$(pkg-config --variable=libdir loom)
 # shellcheck disable=SC2046

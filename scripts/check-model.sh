@@ -25,10 +25,15 @@ check() {
   if [ "${PAN_MODE:-}" = bitstate ]; then store=(-DBITSTATE); run=(-w33); fi
   local dir="$work/$name"
   rm -rf "$dir" && mkdir -p "$dir" && cp coherence/model/protocol.pml "$dir/"
-  local start=$(date +%s)
+  local start=$(date +%s) bound=${LOOM_MODEL_BOUND:-900} rc=0
+  # Every search is bounded (LOOM_MODEL_BOUND seconds, default 900; --long: 3600).
   (cd "$dir" && spin "$@" -a protocol.pml > spin.log &&
-     gcc -O2 -w -DSAFETY "${store[@]}" -o pan pan.c && ./pan "${run[@]}" -m2000000 > pan.log 2>&1) || true
+     gcc -O2 -w -DSAFETY "${store[@]}" -o pan pan.c &&
+     timeout -k 10 "$bound" ./pan "${run[@]}" -m2000000 > pan.log 2>&1) || rc=$?
   local log="$dir/pan.log" secs=$(( $(date +%s) - start ))
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    echo "model: $name ($*): TIMED OUT: pan ran past its bound of $bound s (see $log)"; status=1; return
+  fi
   local errors states
   errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$log" | tail -1)
   states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$log" | tail -1)
@@ -60,6 +65,7 @@ check unchanged-mutant counterexample -DMUTANT_UNCHANGED -DNP=2
 check timestamp-3-mutant counterexample -DMUTANT -DNP=3 -DNOPS=2 -DNOPS_OTHERS=1
 check directory-3-mutant counterexample -DDIR -DMUTANT -DNP=3 -DNOPS=2 -DNOPS_OTHERS=1
 if [ "${1:-}" = "--long" ]; then
+  export LOOM_MODEL_BOUND=${LOOM_MODEL_BOUND:-3600}
   check directory-2x2 pass -DDIR -DNP=2 -DFIRST_LOCK_FIXED
   check timestamp-3x1 pass -DNP=3 -DNOPS=1
   check directory-3x1 pass -DDIR -DNP=3 -DNOPS=1

@@ -6,8 +6,14 @@
 # target found a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-limit=(-max_total_time="${1:-20}")
-if [ "${1:-}" = "--runs" ]; then limit=(-runs="${2:?--runs needs a count}"); fi
+# bound: each target's whole run, its start included
+if [ "${1:-}" = "--runs" ]; then
+  limit=(-runs="${2:?--runs needs a count}")
+  bound=${LOOM_FUZZ_BOUND:-7200}
+else
+  limit=(-max_total_time="${1:-20}")
+  bound=$(( ${1:-20} + 120 ))
+fi
 # --fresh: a cache from another compiler (the preset moved from clang 14 to 16) is replaced.
 cmake --preset fuzz --fresh > /dev/null
 cmake --build --preset fuzz --target fuzz_all
@@ -19,7 +25,8 @@ for dir in tests/fuzz/corpus/*/; do
   mkdir -p "$new"
   log="build/fuzz/$t.log"
   start=$(date +%s)
-  if "build/fuzz/tests/fuzz/$t" "${limit[@]}" -rss_limit_mb=4096 -print_final_stats=1 \
+  # -timeout: one input running past 30 s is a failure (a hang), reported with its input.
+  if timeout -k 10 "$bound" "build/fuzz/tests/fuzz/$t" "${limit[@]}" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 \
        -artifact_prefix="build/fuzz/artifacts/$t-" "$new" "$dir" > "$log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     echo "fuzz: $t: $runs inputs in $(( $(date +%s) - start )) s, no failure"

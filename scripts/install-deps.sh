@@ -5,7 +5,7 @@ set -euo pipefail
 PKGS=(cmake ninja-build g++ pkg-config dpkg-dev file
       libibverbs-dev libnuma-dev libhwloc-dev libboost-dev libboost-context-dev libgtest-dev libtbb-dev libbenchmark-dev
       libucx-dev libpmix-dev openmpi-bin libopenmpi-dev clang-16 libclang-rt-16-dev spin python3-matplotlib gfortran
-      libzydis-dev)
+      libzydis-dev ccache)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -75,11 +75,12 @@ run mcts loomrun "$build/tests/test_mcts" --gtest_filter="$(pick '*ImmediateWin*
 # (The smoke set's kernel is IS, a quarter of CG's time here: 125 s in the guests.)
 run nas-S loomrun "$build/tests/test_nas" --gtest_filter="$(pick '*is_S_floating_ts' '*_S_floating_ts' '*_S_*')"
 # examples/consumer built against an install of the build (scripts/nodes-test.sh builds it).
-if [ -x "$build/nodes-consumer/consumer" ]; then
-  run consumer loomrun "$build/nodes-consumer/consumer"
+consumer=${LOOM_NODES_CONSUMER:-$build/nodes-consumer/consumer}
+if [ -x "$consumer" ]; then
+  run consumer loomrun "$consumer"
 else
   failed=$((failed + 1))
-  echo "FAIL nodes consumer: $build/nodes-consumer/consumer is not built (scripts/nodes-test.sh builds it)"
+  echo "FAIL nodes consumer: $consumer is not built (scripts/nodes-test.sh builds it)"
 fi
 echo "nodes: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -49,7 +49,7 @@ def run_bench(a, wire, nodes, rpn, kind, args):
     name = f"{wire}-nodes{nodes}x{rpn}"
     csv_path = os.path.join(a.out, f"{kind}-{name}.csv")
     env = dict(os.environ, LOOM_WIRE=wire)
-    cmd = [os.path.join(a.build, "loomrun"), "-n", str(nodes * rpn), "--emulate-nodes", str(nodes)] + args(csv_path)
+    cmd = [os.path.join(a.build, "loomrun"), "-n", str(nodes * rpn), "--emulate-nodes", str(nodes), "--timeout", "900"] + args(csv_path)
     cmd += ["--quick"] if a.quick else []
     print("+ LOOM_WIRE=" + wire, " ".join(cmd), flush=True)
     with open(csv_path + ".log", "w") as log:

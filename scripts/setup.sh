@@ -7,4 +7,4 @@ cmake --preset release
 cmake --build --preset release
 echo
 echo "== demo: loomrun -n 4 hello_fabric =="
-./build/release/loomrun -n 4 ./build/release/hello_fabric
+./build/release/loomrun -n 4 --timeout 120 ./build/release/hello_fabric

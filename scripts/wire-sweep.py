@@ -62,7 +62,7 @@ def sweep_point(a, lat, out):
     env = dict(os.environ)
     env["LOOM_WIRE"] = f"{lat},{a.gbps},10"
     np_ = a.nodes * a.ranks_per_node
-    loomrun = [os.path.join(a.build, "loomrun"), "--emulate-nodes", str(a.nodes), "-n", str(np_)]
+    loomrun = [os.path.join(a.build, "loomrun"), "--emulate-nodes", str(a.nodes), "-n", str(np_), "--timeout", "900"]
     cal = os.path.join(out, f"calibration-{lat}.txt")
     run(loomrun + [os.path.join(a.build, "loom-calibrate"), "--iters", "1000", "--output", cal], env, cal + ".log")
     env["LOOM_OBJECTS_CALIBRATION"] = cal

@@ -14,6 +14,7 @@
 
 #include "loom/coherence/settings.hpp"
 #include "loom/dsm/common/dsm_settings.hpp"
+#include "loom/dsm/common/settings_check.hpp"
 #include "loom/dsm/common/system.hpp"
 #include "loom/version.hpp"
 #include "loom/dsm/fabric/fabric.hpp"
@@ -36,8 +37,10 @@ constexpr Table kTables[] = {loom::settings::dsm::kTable, loom::invoke::settings
                              loom::objects::settings::kTable, loom::omp::settings::kTable};
 
 // Every setting of every layer with the value in effect; a malformed value is shown with the
-// error a program would stop with. LOOM_* variables no table declares are named.
-void print_settings() {
+// error a program would stop with. LOOM_* variables no table declares are named; a setting's
+// former name is refused as every Loom program refuses it, naming the new one (false).
+bool print_settings() {
+  bool fine = true;
   std::printf("\n## settings (docs/environment.md)\n");
   for (const Table& t : kTables) {
     std::printf("  [%s]\n", t.layer);
@@ -60,8 +63,19 @@ void print_settings() {
     bool known = false;
     for (const Table& t : kTables)
       for (const Setting* s : t.settings) known = known || k == s->name;
-    if (!known) std::printf("  %-24s %s  (set, but not a Loom setting)\n", k.c_str(), v.c_str());
+    if (known) continue;
+    const char* renamed_to = nullptr;
+    for (const loom::settings::Renamed& r : loom::settings::registered_renamed())
+      if (k == r.old_name) renamed_to = r.new_name;
+    if (renamed_to) {
+      std::printf("  %-24s %s  REFUSED: %s was renamed %s: set that instead\n", k.c_str(), v.c_str(), k.c_str(), renamed_to);
+      std::fprintf(stderr, "loom-info: %s was renamed %s: set that instead (docs/environment.md)\n", k.c_str(), renamed_to);
+      fine = false;
+    } else {
+      std::printf("  %-24s %s  (set, but not a Loom setting)\n", k.c_str(), v.c_str());
+    }
   }
+  return fine;
 }
 
 long read_long(const std::string& path) {
@@ -166,10 +180,10 @@ int main(int argc, char** argv) {
   std::printf("  userfaultfd asynchronous write protection + PAGEMAP_SCAN: %s%s\n", k.uffd_wp_async ? "available" : "not available: ",
               k.why_not.c_str());
 
-  print_settings();
+  const bool settings_fine = print_settings();
   if (rt && rt->rank() == 0) {
     std::printf("\n## transports (%d ranks on %d hosts)\n", rt->size(), rt->machines());
     std::printf("%s", loom::runtime::describe_transports(rt->layout(), rt->provider(), 0).c_str());
   }
-  return 0;
+  return settings_fine ? 0 : 1;
 }
