@@ -8,8 +8,6 @@
 //
 // Rank 0 measures; rank 1 is the other side (the home of what rank 0 misses on, the other
 // locker, the other barrier party).
-#include <signal.h>
-#include <sys/mman.h>
 
 #include <cstdio>
 #include <cstring>
@@ -18,6 +16,7 @@
 
 #include "bench/bench_common.hpp"
 #include "bench/coherence_jacobi.hpp"
+#include "bench/kernel_floors.hpp"
 #include "loom/coherence/space.hpp"
 
 using namespace loom;
@@ -74,36 +73,6 @@ double fabric_read_us(Runtime& rt, size_t len, int rounds) {
   mesh.reset();
   rt.allocator().free_chunk(buf);
   return us;
-}
-
-// The kernel's floor for any page-protection DSM: a fault on an inaccessible page whose handler
-// only makes it writable (signal delivery, sigreturn, mprotect), with the same threads alive.
-uint8_t* g_floor_pages = nullptr;
-void floor_handler(int, siginfo_t* si, void*) {
-  auto* p = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(si->si_addr) & ~uintptr_t{4095});
-  mprotect(p, 4096, PROT_READ | PROT_WRITE);
-}
-double page_fault_floor_us(int pages) {
-  struct sigaction sa {}, old {};
-  sa.sa_sigaction = floor_handler;
-  sa.sa_flags = SA_SIGINFO;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGSEGV, &sa, &old);
-  std::vector<double> t;
-  for (int rep = 0; rep < 5; ++rep) {
-    // Resident pages (no allocation in the fault), every other one readable so the pages are
-    // separate mappings, as the blocks of a region are.
-    g_floor_pages = static_cast<uint8_t*>(mmap(nullptr, static_cast<size_t>(pages) * 4096, PROT_READ | PROT_WRITE,
-                                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0));
-    mprotect(g_floor_pages, static_cast<size_t>(pages) * 4096, PROT_NONE);
-    for (int i = 0; i < pages; i += 2) mprotect(g_floor_pages + static_cast<size_t>(i) * 4096, 4096, PROT_READ);
-    auto t0 = clk::now();
-    for (int i = 0; i < pages; ++i) g_floor_pages[static_cast<size_t>(i) * 4096] = 1;
-    t.push_back(seconds_since(t0) / pages * 1e6);
-    munmap(g_floor_pages, static_cast<size_t>(pages) * 4096);
-  }
-  sigaction(SIGSEGV, &old, nullptr);
-  return median(t);
 }
 
 struct Micro {
@@ -297,6 +266,7 @@ JacobiOptions jacobi_options(bool quick) {
 // mprotect.
 struct Floors {
   double read4k = 0, read8 = 0, fault = 0;
+  ProtectFloors protect;
 };
 
 struct Abl {
@@ -337,7 +307,11 @@ double contended_floor(const Floors& f) { return 2 * (4 * f.read8 + f.read4k + f
 
 std::vector<Row> micro_rows(const Floors& f, const Micro& m) {
   return {{"fabric-read", 4096, "us", f.read4k, "us"},          {"fabric-read", 8, "us", f.read8, "us"},
-          {"page-fault-floor", 4096, "us", f.fault, "us"},       {"read-miss", 4096, "us", m.read_miss, "us"},
+          {"page-fault-floor", 4096, "us", f.fault, "us"},
+          {"protect-floor-bare", 4096, "us", f.protect.bare, "us"},
+          {"protect-floor-in-process", 4096, "us", f.protect.in_process, "us"},
+          {"protect-floor-sibling-running", 4096, "us", f.protect.sibling_running, "us"},
+          {"read-miss", 4096, "us", m.read_miss, "us"},
           {"read-miss-explicit", 4096, "us", m.read_miss_explicit, "us"},
           {"first-write", 4096, "us", m.first_write, "us"},      {"release-per-block", 4096, "us", m.release_block, "us"},
           {"lock-unlock", 0, "us", m.lock_unlock, "us"},         {"lock-unlock-handoff", 0, "us", m.lock_handoff, "us"},
@@ -371,6 +345,8 @@ void report_micro(const Floors& f, const Micro& m) {
   line("lock + unlock, contended", m.lock_contended, contended_floor(f));
   line("barrier, 2 processes", m.barrier, 2 * f.read8);
   std::printf("fabric READ: 4 KiB %.3f us, 8 B %.3f us; page fault + mprotect: %.3f us\n", f.read4k, f.read8, f.fault);
+  std::printf("mprotect of one page: %.3f us in a process of one thread, %.3f us in this one, %.3f us beside a running thread\n",
+              f.protect.bare, f.protect.in_process, f.protect.sibling_running);
 }
 
 void report_ablation(const std::vector<Abl>& abl) {
@@ -426,6 +402,7 @@ int main(int argc, char** argv) {
   f.read4k = fabric_read_us(rt, 4096, a.quick ? 2000 : 20000);
   f.read8 = fabric_read_us(rt, 8, a.quick ? 2000 : 20000);
   f.fault = page_fault_floor_us(a.quick ? 1024 : 4096);
+  f.protect = protect_floors_us(a.quick ? 2048 : 8192);
   const Micro m = micro(rt, a.quick);
   const std::vector<Abl> abl = ablation(rt, a.quick);
   std::vector<Row> jacobi = jacobi_benchmark(rt, jacobi_options(a.quick));

@@ -124,6 +124,8 @@ coherence::Stats per_sweep(const coherence::Stats& a, const coherence::Stats& b,
   s.fetch_retries = d(a.fetch_retries, b.fetch_retries);
   s.released_blocks = d(a.released_blocks, b.released_blocks);
   s.downgrades_asked = d(a.downgrades_asked, b.downgrades_asked);
+  s.protect_calls = d(a.protect_calls, b.protect_calls);
+  s.protect_pages = d(a.protect_pages, b.protect_pages);
   return s;
 }
 
@@ -194,7 +196,8 @@ void report(Runtime& rt, size_t n, const Figures& f, std::vector<Row>& rows) {
   const std::string prefix = "jacobi-np" + std::to_string(np) + "/";
   std::printf("\njacobi N=%zu, %d processes, write tracking %s (seconds for the sweeps; ratios to the plain loop and to 2 OpenMP threads)\n", n, np,
               loom::coherence::Stats{}.write_tracking);
-  std::printf("%-24s %9s %8s %8s %9s %9s %9s %9s %9s\n", "variant", "s", "/plain", "/omp2", "faults", "twins", "revalid", "misses", "downgr");
+  std::printf("%-24s %9s %8s %8s %9s %9s %9s %9s %9s %9s\n", "variant", "s", "/plain", "/omp2", "faults", "twins", "revalid", "misses",
+              "downgr", "mprotect");
   std::printf("%-24s %9.4f %8.2f %8.2f\n", "jacobi/plain", plain, 1.0, plain / omp2);
   std::printf("%-24s %9.4f %8.2f %8.2f\n", "jacobi/omp2", omp2, omp2 / plain, 1.0);
   rows.push_back({"jacobi/plain", n, "s", plain, "s"});
@@ -204,15 +207,17 @@ void report(Runtime& rt, size_t n, const Figures& f, std::vector<Row>& rows) {
     const double s = median(f.dsm[static_cast<size_t>(k)]);
     const auto& st = f.stats[static_cast<size_t>(k)];
     const std::string v = prefix + kPolicies[k] + wire_suffix(np);
-    std::printf("%-24s %9.4f %8.2f %8.2f %9llu %9llu %9llu %9llu %9llu\n", v.c_str(), s, s / plain, s / omp2,
+    std::printf("%-24s %9.4f %8.2f %8.2f %9llu %9llu %9llu %9llu %9llu %9llu\n", v.c_str(), s, s / plain, s / omp2,
                 static_cast<unsigned long long>(st.faults), static_cast<unsigned long long>(st.twins),
                 static_cast<unsigned long long>(st.revalidations), static_cast<unsigned long long>(st.read_misses),
-                static_cast<unsigned long long>(st.downgrades_asked));
+                static_cast<unsigned long long>(st.downgrades_asked), static_cast<unsigned long long>(st.protect_calls));
     rows.push_back({v, n, "s", s, "s"});
     rows.push_back({v, n, "faults", static_cast<double>(st.faults), "per sweep"});
     rows.push_back({v, n, "twins", static_cast<double>(st.twins), "per sweep"});
     rows.push_back({v, n, "revalidations", static_cast<double>(st.revalidations), "per sweep"});
     rows.push_back({v, n, "misses", static_cast<double>(st.read_misses), "per sweep"});
+    rows.push_back({v, n, "protect_calls", static_cast<double>(st.protect_calls), "per sweep"});
+    rows.push_back({v, n, "protect_pages", static_cast<double>(st.protect_pages), "per sweep"});
     if (k > 0 && np == 2) std::printf("  %s within 1.25x of the default: %.2fx %s\n", kPolicies[k], s / dflt, s / dflt <= 1.25 ? "met" : "MISSED");
   }
   if (np == 1) std::printf("  target np 1 within 1.1x of plain: default %.2fx %s\n", dflt / plain, dflt / plain <= 1.1 ? "met" : "MISSED");

@@ -28,6 +28,7 @@ Config Config::from_env() {
   c.sync_objects = static_cast<uint32_t>(loom::settings::get_int(settings::kSyncObjects));
   const std::string claims = loom::settings::get_choice(settings::kExclusive);
   c.claims = claims == "off" ? Claims::Off : claims == "always" ? Claims::Always : Claims::Adaptive;
+  c.stats = loom::settings::get_bool(settings::kStats);
   return c;
 }
 

@@ -263,6 +263,7 @@ void Space::Impl::judge_claims(const std::vector<BlockMeta*>& v) {
 
 // A release fence; fence.mu held.
 void Space::Impl::release_locked() {
+  stats.intervals.fetch_add(1, std::memory_order_relaxed);
   DirtyList taken;
   {
     std::lock_guard<std::mutex> g(dirty.mu);

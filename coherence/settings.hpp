@@ -18,7 +18,10 @@ inline constexpr Setting kSyncObjects{"LOOM_COHERENCE_SYNC_OBJECTS", T::Int, "10
 inline constexpr Setting kExclusive{"LOOM_COHERENCE_EXCLUSIVE", T::Choice, "adaptive", "off|adaptive|always",
                                     "a releaser keeps a block nobody shares writable in place (exclusive blocks); always: every release claims (tests)"};
 
-inline constexpr const Setting* kAll[] = {&kPolicy, &kReserve, &kNotices, &kLease, &kSyncObjects, &kExclusive};
+inline constexpr Setting kStats{"LOOM_COHERENCE_STATS", T::Bool, "0", "",
+                                "each process prints its counters (protocol and kernel work, per interval) when its Space ends"};
+
+inline constexpr const Setting* kAll[] = {&kPolicy, &kReserve, &kNotices, &kLease, &kSyncObjects, &kExclusive, &kStats};
 inline constexpr loom::settings::Table kTable{"coherence", kAll};
 inline const bool kRegistered = loom::settings::register_table(kTable);  // for the start-up check
 

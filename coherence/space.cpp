@@ -2,10 +2,12 @@
 #include "loom/coherence/space.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "loom/coherence/space_impl.hpp"
 #include "loom/dsm/common/log.hpp"
+#include "loom/dsm/region/kernel_work.hpp"
 #include "loom/dsm/runtime/connect.hpp"
 
 namespace loom::coherence {
@@ -74,6 +76,7 @@ Space::Space(Runtime& rt, Config cfg, const std::source_location& where) : rt_(r
   rt.collectives().enter("Space::Space", where);
   Space* expected = nullptr;
   if (!g_current.compare_exchange_strong(expected, this)) fail("coherence: one Space per process at a time");
+  if (cfg.stats) region::watch_running_siblings(true);
   try {
     static_assert(notice_wire_bytes(240) <= Scratch::kMaxNoticeBytes);
     if (cfg.notices > 240) fail("coherence: at most 240 write notices");
@@ -138,6 +141,7 @@ void Space::Impl::watch_process_barriers() {
 }
 
 Space::~Space() {
+  if (cfg_.stats) std::fprintf(stderr, "loom-coherence: rank %d: %s\n", rt_.rank(), stats_line(stats()).c_str());
   impl_->teardown();
   g_current.store(nullptr);
 }
@@ -167,6 +171,13 @@ Stats Counters::snapshot() const {
   s.downgrades_asked = downgrades_asked.load();
   s.notices = notices.load();
   s.bytes_fetched = bytes_fetched.load();
+  s.intervals = intervals.load();
+  const region::KernelWork k = region::kernel_work();
+  s.protect_calls = k.protect_calls;
+  s.protect_pages = k.protect_pages;
+  s.protect_ns = k.protect_ns;
+  s.protect_sampled = k.protect_sampled;
+  s.protect_beside_running = k.protect_beside_running;
   return s;
 }
 

@@ -45,8 +45,9 @@ struct Config {
   uint64_t lease = 16;                // logical lease length
   uint32_t sync_objects = 1024;       // locks + atomic words per Space
   Claims claims = Claims::Adaptive;   // exclusive blocks (docs/coherence.md)
+  bool stats = false;                 // print the counters at the end (and watch for running siblings)
   // LOOM_COHERENCE_POLICY, LOOM_COHERENCE_RESERVE, LOOM_COHERENCE_NOTICES, LOOM_COHERENCE_LEASE, LOOM_COHERENCE_SYNC_OBJECTS,
-  // LOOM_COHERENCE_EXCLUSIVE
+  // LOOM_COHERENCE_EXCLUSIVE, LOOM_COHERENCE_STATS
   static Config from_env();
 };
 
@@ -68,9 +69,17 @@ struct Stats {
   uint64_t notices = 0;           // write notices (entries, chunks included) applied by acquires
   uint64_t bytes_fetched = 0;     // block data read by the read path (misses and their retries)
   uint64_t races = 0;             // checking mode: merges that found bytes another process wrote too (reported)
+  uint64_t intervals = 0;         // release fences (each ends an interval of this process)
+  // The kernel's part (the whole process's regions, dsm/region/kernel_work.hpp): protection
+  // changes, the pages they covered and their time; with LOOM_COHERENCE_STATS (or the OpenMP
+  // layer's) those made while another thread of the process was running (a TLB shootdown).
+  uint64_t protect_calls = 0, protect_pages = 0, protect_ns = 0, protect_sampled = 0, protect_beside_running = 0;
   // How writes to regions are tracked (loom-info also says what else the kernel offers).
   const char* write_tracking = region::kWriteTrackingInUse;
 };
+
+// The counters as one line of text (stats_line.cpp): LOOM_COHERENCE_STATS and LOOM_OMP_STATS print it.
+std::string stats_line(const Stats& s);
 
 class Space;
 

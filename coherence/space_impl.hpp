@@ -78,7 +78,7 @@ struct SyncMemory {
 struct Counters {
   std::atomic<uint64_t> faults{0}, read_misses{0}, revalidations{0}, twins{0}, released_blocks{0}, merged_releases{0},
       fetch_retries{0}, invalidations{0}, fast_reads{0}, exclusive_claims{0}, downgrades{0}, downgrades_asked{0},
-      notices{0}, bytes_fetched{0}, races{0};
+      notices{0}, bytes_fetched{0}, races{0}, intervals{0};
   Stats snapshot() const;  // space.cpp
 };
 

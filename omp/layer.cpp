@@ -7,6 +7,7 @@
 
 #include "loom/dsm/common/error.hpp"
 #include "loom/dsm/common/log.hpp"
+#include "loom/dsm/region/kernel_work.hpp"
 #include "loom/omp/adopt_contents.hpp"
 #include "loom/omp/program_data.hpp"
 #include "loom/omp/settings.hpp"
@@ -34,18 +35,6 @@ void refuse_cancellation() {
   fail("omp: OMP_CANCELLATION=", c, " is neither true nor false");
 }
 
-// One line of a process's coherence counters (LOOM_OMP_STATS=1), for finding what a program pays.
-void print_stats(int rank, const coherence::Stats& s) {
-  std::fprintf(stderr,
-               "loom-omp: rank %d: faults %llu read_misses %llu bytes_fetched %llu revalidations %llu twins %llu "
-               "released_blocks %llu exclusive_claims %llu invalidations %llu notices %llu races %llu\n",
-               rank, static_cast<unsigned long long>(s.faults), static_cast<unsigned long long>(s.read_misses),
-               static_cast<unsigned long long>(s.bytes_fetched), static_cast<unsigned long long>(s.revalidations),
-               static_cast<unsigned long long>(s.twins), static_cast<unsigned long long>(s.released_blocks),
-               static_cast<unsigned long long>(s.exclusive_claims), static_cast<unsigned long long>(s.invalidations),
-               static_cast<unsigned long long>(s.notices), static_cast<unsigned long long>(s.races));
-}
-
 }  // namespace
 
 Layer* Layer::find() { return g_layer; }
@@ -53,6 +42,7 @@ Layer* Layer::find() { return g_layer; }
 Layer::Layer(int& argc, char**& argv, bool with_heap) : schedule_(schedule_from_env()) {
   if (g_layer != nullptr) fail("omp: one layer per process");
   refuse_cancellation();
+  if (loom::settings::get_bool(settings::kStats)) region::watch_running_siblings(true);
   rt_ = std::make_unique<Runtime>(argc, argv);
   space_ = std::make_unique<coherence::Space>(*rt_);
   stack_bytes_ = (loom::settings::get_size(settings::kStack) + (size_t{2} << 20) - 1) / (size_t{2} << 20) * (size_t{2} << 20);
@@ -109,7 +99,8 @@ Layer::~Layer() {
   set_atomic_router(nullptr);
   g_layer = nullptr;
   team_.reset();
-  if (loom::settings::get_bool(settings::kStats)) print_stats(rt_->rank(), space_->stats());
+  if (loom::settings::get_bool(settings::kStats))
+    std::fprintf(stderr, "loom-omp: rank %d: %s\n", rt_->rank(), coherence::stats_line(space_->stats()).c_str());
   if (heap_region_ != nullptr) space_->destroy_region(*heap_region_);
   space_->destroy_region(*stack_);
   if (data_ != nullptr) space_->destroy_region(*data_);

@@ -5,8 +5,10 @@
 
 #include <bit>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
+#include "loom/dsm/region/kernel_work.hpp"
 #include "loom/dsm/runtime/runtime.hpp"
 
 namespace loom::region {
@@ -32,8 +34,11 @@ Region::~Region() {
 
 void Region::protect(size_t first, size_t count, Protection p) {
   if (first > blocks() || count > blocks() - first) fail("region ", id_, ": blocks ", first, "+", count, " out of range");
+  const auto t0 = std::chrono::steady_clock::now();
   if (mprotect(base_ + (first << shift_), count << shift_, prot_of(p)) != 0)
     throw SystemError("region: mprotect", errno);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  count_protect((count << shift_) / 4096, static_cast<uint64_t>(ns));
   for (size_t b = first; b < first + count; ++b) protections_[b].store(p, std::memory_order_relaxed);
 }
 
