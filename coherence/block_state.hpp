@@ -33,6 +33,10 @@ struct BlockMeta : boost::intrusive::list_base_hook<> {
   std::atomic<uint64_t> known_wts{0};  // newest notice applied; written under mu, peeked without it
   DirWord word0;           // last word0 seen unlocked (the releaser's CAS guess)
   bool whole = false;      // Dirty by an overwrite: no twin; the release publishes the copy whole
+  // The intervals (Space::Impl::interval) in which the block was last published from a dirty
+  // copy, and last fetched by a read fault: a fault run's keys (fault_run.cpp); 0: never.
+  uint32_t written_in = 0, read_in = 0;
+  bool by_run = false;     // Dirty because a write fault's run opened it (not its own fault)
   uint64_t atomic_clock = 0;  // Atomic: the entry's release clock (wts) as last seen here (fence.mu)
   uint32_t region_slot = 0;
   uint32_t block = 0;

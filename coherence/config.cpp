@@ -29,6 +29,7 @@ Config Config::from_env() {
   const std::string claims = loom::settings::get_choice(settings::kExclusive);
   c.claims = claims == "off" ? Claims::Off : claims == "always" ? Claims::Always : Claims::Adaptive;
   c.stats = loom::settings::get_bool(settings::kStats);
+  c.fault_runs = loom::settings::get_choice(settings::kFaultRuns) == "on";
   return c;
 }
 

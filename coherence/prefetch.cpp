@@ -14,7 +14,7 @@
 namespace loom::coherence {
 
 void Space::Impl::prefetch(Lane& l, RegionState& rs, size_t begin, size_t end) {
-  const size_t cap = std::min({kMaxPrefetch, kMaxBlock / rs.r->block_size(), (Scratch::kWtsRing - Scratch::kDirectory) / entry_slot()});
+  const size_t cap = prefetch_cap(rs);
   std::vector<std::unique_lock<std::mutex>> held;  // the batch's blocks, ascending
   std::vector<Prefetch> batch;
   for (size_t b = begin; b < end; ++b) {

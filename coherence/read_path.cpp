@@ -290,14 +290,22 @@ void Space::on_fault(region::Region& r, size_t block, region::Access access) {
     if (m.state == State::Atomic)
       fail("a plain ", write ? "store to" : "load from", " a block of atomic words (use Space::atomic_ref)");
     if (m.state == State::Exclusive) rs->r->protect(block, 1, region::Protection::ReadWrite);  // a claim made writable since
+    const uint32_t key = write ? m.written_in : m.read_in;  // the run this fault may open (fault_run.cpp)
     if (m.state == State::Invalid) I.fetch(*lane, *rs, m);
-    if (write && m.state == State::Clean) I.make_dirty(*rs, m);
-    // A clean block's application view opens at its first plain read: fetches (and the explicit
-    // path) leave it closed, which spares an mprotect wherever nobody reads through it.
-    else if (!write && m.state == State::Clean) rs->r->protect(block, 1, region::Protection::Read);
-    // Still dirty yet not writable: a release has stopped writers on it and will reach it
-    // soon. Give it the processor; the store faults again until then.
-    else if (write && m.state == State::Dirty) busy = true;
+    if (write && m.state == State::Clean) {
+      if (!I.fault_run(*lane, *rs, m, true, key)) I.make_dirty(*rs, m);
+    } else if (!write && m.state == State::Clean) {
+      // A clean block's application view opens at its first plain read: fetches (and the
+      // explicit path) leave it closed, which spares an mprotect wherever nobody reads through it.
+      if (!I.fault_run(*lane, *rs, m, false, key)) {
+        rs->r->protect(block, 1, region::Protection::Read);
+        m.read_in = I.interval.load(std::memory_order_relaxed);
+      }
+    } else if (write && m.state == State::Dirty) {
+      // Still dirty yet not writable: a release has stopped writers on it and will reach it
+      // soon. Give it the processor; the store faults again until then.
+      busy = true;
+    }
   } catch (const std::exception& e) {
     // No exception leaves a signal handler: the process ends with the reason, as an uncaught
     // loom::Error does (status 1), not with an abort and a core dump.

@@ -94,6 +94,15 @@ void Space::Impl::take_master(Lane& l, RegionState& rs, BlockMeta& m, int home, 
   stats.merged_releases.fetch_add(1, std::memory_order_relaxed);
 }
 
+// Fault runs' write key: the block is in this release's run unless a run opened it and the
+// program did not write it (its private copy is its twin still), so runs shrink with the writes.
+void Space::Impl::note_written(RegionState& rs, BlockMeta& m) {
+  const size_t b = m.block;
+  if (!m.by_run || m.whole || std::memcmp(rs.r->runtime_block(b), rs.twin(b), rs.r->block_size()) != 0)
+    m.written_in = interval.load(std::memory_order_relaxed);
+  m.by_run = false;
+}
+
 // Checking mode: bytes of block b we wrote that another process wrote too since our twin (the
 // master holds theirs) are a data race; the first few are reported, all are counted.
 void Space::Impl::report_races(RegionState& rs, size_t b, const uint8_t* master) {
@@ -196,6 +205,7 @@ bool Space::Impl::release_block(Lane& l, RegionState& rs, BlockMeta& m, bool pro
   if (!unchanged && how != Publication::Downgrade && only_lease_moved(l, rs, m, old)) unchanged = true;
   const int home = fixed_home ? mgr : old.home();
   uint8_t* master = fixed_home && mgr != rank ? l.bytes(Scratch::kBlock) : rs.pub_local(b);
+  if (how != Publication::Downgrade) note_written(rs, m);
   take_master(l, rs, m, home, unchanged, master);
   // Step 4: the new version is logically after every lease handed out on the old one (rts >=
   // wts always, so rts + 1 is past the old version too).
@@ -264,6 +274,7 @@ void Space::Impl::judge_claims(const std::vector<BlockMeta*>& v) {
 // A release fence; fence.mu held.
 void Space::Impl::release_locked() {
   stats.intervals.fetch_add(1, std::memory_order_relaxed);
+  interval.fetch_add(1, std::memory_order_relaxed);  // fault runs' keys: the blocks this release publishes
   DirtyList taken;
   {
     std::lock_guard<std::mutex> g(dirty.mu);

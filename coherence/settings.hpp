@@ -20,8 +20,10 @@ inline constexpr Setting kExclusive{"LOOM_COHERENCE_EXCLUSIVE", T::Choice, "adap
 
 inline constexpr Setting kStats{"LOOM_COHERENCE_STATS", T::Bool, "0", "",
                                 "each process prints its counters (protocol and kernel work, per interval) when its Space ends"};
+inline constexpr Setting kFaultRuns{"LOOM_COHERENCE_FAULT_RUNS", T::Choice, "on", "on|off",
+                                    "a fault also opens the following blocks its interval touched the last time (one mprotect, one batch of misses)"};
 
-inline constexpr const Setting* kAll[] = {&kPolicy, &kReserve, &kNotices, &kLease, &kSyncObjects, &kExclusive, &kStats};
+inline constexpr const Setting* kAll[] = {&kPolicy, &kReserve, &kNotices, &kLease, &kSyncObjects, &kExclusive, &kStats, &kFaultRuns};
 inline constexpr loom::settings::Table kTable{"coherence", kAll};
 inline const bool kRegistered = loom::settings::register_table(kTable);  // for the start-up check
 

@@ -46,8 +46,9 @@ struct Config {
   uint32_t sync_objects = 1024;       // locks + atomic words per Space
   Claims claims = Claims::Adaptive;   // exclusive blocks (docs/coherence.md)
   bool stats = false;                 // print the counters at the end (and watch for running siblings)
+  bool fault_runs = true;             // a fault opens the run of blocks its interval touched last time
   // LOOM_COHERENCE_POLICY, LOOM_COHERENCE_RESERVE, LOOM_COHERENCE_NOTICES, LOOM_COHERENCE_LEASE, LOOM_COHERENCE_SYNC_OBJECTS,
-  // LOOM_COHERENCE_EXCLUSIVE, LOOM_COHERENCE_STATS
+  // LOOM_COHERENCE_EXCLUSIVE, LOOM_COHERENCE_STATS, LOOM_COHERENCE_FAULT_RUNS
   static Config from_env();
 };
 
@@ -69,6 +70,7 @@ struct Stats {
   uint64_t notices = 0;           // write notices (entries, chunks included) applied by acquires
   uint64_t bytes_fetched = 0;     // block data read by the read path (misses and their retries)
   uint64_t races = 0;             // checking mode: merges that found bytes another process wrote too (reported)
+  uint64_t run_blocks = 0;        // blocks a fault opened beside its own (fault runs: no fault of their own)
   uint64_t intervals = 0;         // release fences (each ends an interval of this process)
   // The kernel's part (the whole process's regions, dsm/region/kernel_work.hpp): protection
   // changes, the pages they covered and their time; with LOOM_COHERENCE_STATS (or the OpenMP

@@ -78,7 +78,7 @@ struct SyncMemory {
 struct Counters {
   std::atomic<uint64_t> faults{0}, read_misses{0}, revalidations{0}, twins{0}, released_blocks{0}, merged_releases{0},
       fetch_retries{0}, invalidations{0}, fast_reads{0}, exclusive_claims{0}, downgrades{0}, downgrades_asked{0},
-      notices{0}, bytes_fetched{0}, races{0}, intervals{0};
+      notices{0}, bytes_fetched{0}, races{0}, intervals{0}, run_blocks{0};
   Stats snapshot() const;  // space.cpp
 };
 
@@ -226,6 +226,15 @@ struct Space::Impl {
   void make_dirty(RegionState& rs, BlockMeta& m);
   void twin_block(RegionState& rs, BlockMeta& m);  // the twin and state Dirty; not yet listed or open
   void open_run(RegionState& rs, std::vector<std::unique_lock<std::mutex>>& held, size_t first);
+  // Fault runs (fault_run.cpp): a fault on block m opens with it the following blocks the same
+  // interval touched the last time (the same `key`: written_in for a write, read_in for a read).
+  bool fault_run(Lane& l, RegionState& rs, BlockMeta& m, bool write, uint32_t key);
+  std::vector<std::unique_lock<std::mutex>> lock_run_after(RegionState& rs, size_t b, bool write, uint32_t key);
+  void fetch_run(Lane& l, RegionState& rs, size_t b, std::vector<std::unique_lock<std::mutex>>& run);
+  size_t prefetch_cap(const RegionState& rs) const;
+  void note_written(RegionState& rs, BlockMeta& m);  // release_path.cpp
+  // The interval this process is in: raised by every release fence (fault runs' keys).
+  std::atomic<uint32_t> interval{1};
   enum class Access : uint8_t { Read, Write, Overwrite };
   const void* declare(const void* p, size_t n, Access how);
   uint64_t acq_ts_relaxed() { return std::atomic_ref<uint64_t>(fence.acq_ts).load(std::memory_order_relaxed); }
