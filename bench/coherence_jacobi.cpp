@@ -109,20 +109,23 @@ double run_omp2(size_t n, int sweeps, double* sum) {
   return sec;
 }
 
-struct DsmRun {
-  double sec = 0, sum = 0;
-  coherence::Stats per_sweep;  // rank 0's counters over the timed sweeps, divided by sweeps
+// Rank 0's counters over the timed sweeps, per sweep (fractions: a trap every few sweeps shows).
+struct PerSweep {
+  double faults = 0, twins = 0, revalidations = 0, read_misses = 0, downgrades_asked = 0, protect_calls = 0, protect_pages = 0;
 };
 
-coherence::Stats per_sweep(const coherence::Stats& a, const coherence::Stats& b, int sweeps) {
-  auto d = [&](uint64_t x, uint64_t y) { return (y - x) / static_cast<uint64_t>(sweeps); };
-  coherence::Stats s;
+struct DsmRun {
+  double sec = 0, sum = 0;
+  PerSweep per_sweep;
+};
+
+PerSweep per_sweep(const coherence::Stats& a, const coherence::Stats& b, int sweeps) {
+  auto d = [&](uint64_t x, uint64_t y) { return static_cast<double>(y - x) / sweeps; };
+  PerSweep s;
   s.faults = d(a.faults, b.faults);
   s.twins = d(a.twins, b.twins);
   s.revalidations = d(a.revalidations, b.revalidations);
   s.read_misses = d(a.read_misses, b.read_misses);
-  s.fetch_retries = d(a.fetch_retries, b.fetch_retries);
-  s.released_blocks = d(a.released_blocks, b.released_blocks);
   s.downgrades_asked = d(a.downgrades_asked, b.downgrades_asked);
   s.protect_calls = d(a.protect_calls, b.protect_calls);
   s.protect_pages = d(a.protect_pages, b.protect_pages);
@@ -160,7 +163,7 @@ DsmRun run_dsm(Runtime& rt, const Policy& policy, size_t n, int sweeps) {
 struct Figures {
   std::vector<double> plain, omp2;
   std::vector<std::vector<double>> dsm = std::vector<std::vector<double>>(kNumPolicies);
-  std::vector<coherence::Stats> stats = std::vector<coherence::Stats>(kNumPolicies);
+  std::vector<PerSweep> stats = std::vector<PerSweep>(kNumPolicies);
 };
 
 Figures measure(Runtime& rt, size_t n, const JacobiOptions& opt) {
@@ -207,17 +210,15 @@ void report(Runtime& rt, size_t n, const Figures& f, std::vector<Row>& rows) {
     const double s = median(f.dsm[static_cast<size_t>(k)]);
     const auto& st = f.stats[static_cast<size_t>(k)];
     const std::string v = prefix + kPolicies[k] + wire_suffix(np);
-    std::printf("%-24s %9.4f %8.2f %8.2f %9llu %9llu %9llu %9llu %9llu %9llu\n", v.c_str(), s, s / plain, s / omp2,
-                static_cast<unsigned long long>(st.faults), static_cast<unsigned long long>(st.twins),
-                static_cast<unsigned long long>(st.revalidations), static_cast<unsigned long long>(st.read_misses),
-                static_cast<unsigned long long>(st.downgrades_asked), static_cast<unsigned long long>(st.protect_calls));
+    std::printf("%-24s %9.4f %8.2f %8.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", v.c_str(), s, s / plain, s / omp2, st.faults, st.twins,
+                st.revalidations, st.read_misses, st.downgrades_asked, st.protect_calls);
     rows.push_back({v, n, "s", s, "s"});
-    rows.push_back({v, n, "faults", static_cast<double>(st.faults), "per sweep"});
-    rows.push_back({v, n, "twins", static_cast<double>(st.twins), "per sweep"});
-    rows.push_back({v, n, "revalidations", static_cast<double>(st.revalidations), "per sweep"});
-    rows.push_back({v, n, "misses", static_cast<double>(st.read_misses), "per sweep"});
-    rows.push_back({v, n, "protect_calls", static_cast<double>(st.protect_calls), "per sweep"});
-    rows.push_back({v, n, "protect_pages", static_cast<double>(st.protect_pages), "per sweep"});
+    rows.push_back({v, n, "faults", st.faults, "per sweep"});
+    rows.push_back({v, n, "twins", st.twins, "per sweep"});
+    rows.push_back({v, n, "revalidations", st.revalidations, "per sweep"});
+    rows.push_back({v, n, "misses", st.read_misses, "per sweep"});
+    rows.push_back({v, n, "protect_calls", st.protect_calls, "per sweep"});
+    rows.push_back({v, n, "protect_pages", st.protect_pages, "per sweep"});
     if (k > 0 && np == 2) std::printf("  %s within 1.25x of the default: %.2fx %s\n", kPolicies[k], s / dflt, s / dflt <= 1.25 ? "met" : "MISSED");
   }
   if (np == 1) std::printf("  target np 1 within 1.1x of plain: default %.2fx %s\n", dflt / plain, dflt / plain <= 1.1 ? "met" : "MISSED");

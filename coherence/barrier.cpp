@@ -53,8 +53,12 @@ void Space::Impl::global_barrier(const runtime::CollectiveCall& call) {
   release_locked();
   const uint64_t epoch = ++barrier.epoch;
   const int parity = static_cast<int>(epoch & 1);
-  LaneGuard lane(lanes);
-  for (int k = 0; k < sync.layout.rounds; ++k) exchange_notices(*lane, k, parity, epoch, call);
+  {
+    LaneGuard lane(lanes);
+    for (int k = 0; k < sync.layout.rounds; ++k) exchange_notices(*lane, k, parity, epoch, call);
+  }
+  // With no lane held: the acquire takes one when it needs it (a thread holds at most one; the
+  // service thread's downgrade holds the other while it waits for a block mutex the acquire holds).
   acquire_locked(notices.buffer.min_wts());
 }
 

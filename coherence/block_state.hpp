@@ -37,6 +37,8 @@ struct BlockMeta : boost::intrusive::list_base_hook<> {
   // copy, and last fetched by a read fault: a fault run's keys (fault_run.cpp); 0: never.
   uint32_t written_in = 0, read_in = 0;
   bool by_run = false;     // Dirty because a write fault's run opened it (not its own fault)
+  // Acquires in a row that refreshed this copy in place since its last read fault (read_refresh.cpp).
+  uint8_t refreshes = 0;
   uint64_t atomic_clock = 0;  // Atomic: the entry's release clock (wts) as last seen here (fence.mu)
   uint32_t region_slot = 0;
   uint32_t block = 0;

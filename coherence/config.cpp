@@ -30,6 +30,7 @@ Config Config::from_env() {
   c.claims = claims == "off" ? Claims::Off : claims == "always" ? Claims::Always : Claims::Adaptive;
   c.stats = loom::settings::get_bool(settings::kStats);
   c.fault_runs = loom::settings::get_choice(settings::kFaultRuns) == "on";
+  c.refresh = loom::settings::get_choice(settings::kRefresh) == "on";
   return c;
 }
 

@@ -44,8 +44,7 @@ void Space::Impl::fetch_run(Lane& l, RegionState& rs, size_t b, std::vector<std:
   for (size_t i = 0; i < run.size(); ++i) {
     BlockMeta& m = rs.meta[b + 1 + i];
     if (m.state != State::Invalid) continue;
-    const bool have = m.hint_wts != kUnknownWts && m.data_wts == m.hint_wts;
-    batch.push_back(Prefetch{&m, fixed_home ? rs.r->manager(m.block) : m.hint_home, m.hint_wts, true, have});
+    batch.push_back(aim(rs, m));
   }
   if (!batch.empty()) prefetch_batch(l, rs, batch);
   size_t k = 0;
@@ -69,7 +68,7 @@ bool Space::Impl::fault_run(Lane& l, RegionState& rs, BlockMeta& m, bool write, 
     rs.r->protect(b, k + 1, region::Protection::ReadWrite);
   } else {
     const uint32_t now = interval.load(std::memory_order_relaxed);
-    for (size_t x = b; x <= b + k; ++x) rs.meta[x].read_in = now;
+    for (size_t x = b; x <= b + k; ++x) rs.meta[x].read_in = now, rs.meta[x].refreshes = 0;
     rs.r->protect(b, k + 1, region::Protection::Read);
   }
   stats.run_blocks.fetch_add(run.size(), std::memory_order_relaxed);

@@ -29,15 +29,26 @@ void Space::Impl::InvalidationRun::drop(std::optional<LaneGuard>& lane, RegionSt
   if (m.state != State::Clean) return;  // nothing to drop
   if (!held_.empty() && (rs_ != &rs || m.block != first_ + held_.size())) close();  // no before_lock
   if (held_.empty()) rs_ = &rs, first_ = m.block;
+  lane_ = &lane;
   m.state = State::Invalid;
   s_.stats.invalidations.fetch_add(1, std::memory_order_relaxed);
+  open_.push_back(rs.r->protection(m.block) == region::Protection::Read);
   held_.push_back(std::move(g));
 }
 
+// The run's copies refreshed in place stay open (Clean); the others' pages close, in runs.
 void Space::Impl::InvalidationRun::close() {
   if (held_.empty()) return;
-  rs_->r->protect(first_, held_.size(), region::Protection::None);
+  refresh();
+  const size_t n = held_.size();
+  for (size_t x = 0; x < n;) {
+    size_t y = x;
+    while (y < n && rs_->meta[first_ + y].state != State::Clean) ++y;
+    if (y > x) rs_->r->protect(first_ + x, y - x, region::Protection::None);
+    x = y + 1;
+  }
   held_.clear();  // unlocks
+  open_.clear();
 }
 
 }  // namespace loom::coherence

@@ -22,9 +22,7 @@ void Space::Impl::prefetch(Lane& l, RegionState& rs, size_t begin, size_t end) {
     if (m.state != State::Invalid) continue;  // a racy peek, confirmed under the mutex
     std::unique_lock<std::mutex> g(m.mu);
     if (m.state != State::Invalid) continue;
-    // A copy that still holds the version aimed at (an expired lease) needs its entry only.
-    const bool have = m.hint_wts != kUnknownWts && m.data_wts == m.hint_wts;
-    batch.push_back(Prefetch{&m, fixed_home ? rs.r->manager(b) : m.hint_home, m.hint_wts, true, have});
+    batch.push_back(aim(rs, m));
     held.push_back(std::move(g));
     if (batch.size() < cap) continue;
     prefetch_batch(l, rs, batch);
@@ -32,6 +30,13 @@ void Space::Impl::prefetch(Lane& l, RegionState& rs, size_t begin, size_t end) {
     held.clear();
   }
   if (!batch.empty()) prefetch_batch(l, rs, batch);
+}
+
+// Block m (its mutex held) aimed at the newest version its hints name. A copy that still holds
+// that version (an expired lease) needs its entry only.
+Space::Impl::Prefetch Space::Impl::aim(const RegionState& rs, BlockMeta& m) const {
+  const bool have = m.hint_wts != kUnknownWts && m.data_wts == m.hint_wts;
+  return Prefetch{&m, fixed_home ? rs.r->manager(m.block) : m.hint_home, m.hint_wts, true, have};
 }
 
 // Blocks whose version is unknown (an invalidation flag) aim at what their entries say, read in

@@ -23,7 +23,9 @@ inline constexpr Setting kStats{"LOOM_COHERENCE_STATS", T::Bool, "0", "",
 inline constexpr Setting kFaultRuns{"LOOM_COHERENCE_FAULT_RUNS", T::Choice, "on", "on|off",
                                     "a fault also opens the following blocks its interval touched the last time (one mprotect, one batch of misses)"};
 
-inline constexpr const Setting* kAll[] = {&kPolicy, &kReserve, &kNotices, &kLease, &kSyncObjects, &kExclusive, &kStats, &kFaultRuns};
+inline constexpr Setting kRefresh{"LOOM_COHERENCE_REFRESH", T::Choice, "on", "on|off",
+                                  "an acquire fetches the new versions of copies open for plain reads in one batch and keeps them open (no trap, no protection change)"};
+inline constexpr const Setting* kAll[] = {&kPolicy, &kReserve, &kNotices, &kLease, &kSyncObjects, &kExclusive, &kStats, &kFaultRuns, &kRefresh};
 inline constexpr loom::settings::Table kTable{"coherence", kAll};
 inline const bool kRegistered = loom::settings::register_table(kTable);  // for the start-up check
 

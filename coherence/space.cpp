@@ -179,6 +179,7 @@ Stats Counters::snapshot() const {
   s.protect_sampled = k.protect_sampled;
   s.protect_beside_running = k.protect_beside_running;
   s.run_blocks = run_blocks.load();
+  s.refreshes = refreshes.load();
   return s;
 }
 

@@ -47,8 +47,9 @@ struct Config {
   Claims claims = Claims::Adaptive;   // exclusive blocks (docs/coherence.md)
   bool stats = false;                 // print the counters at the end (and watch for running siblings)
   bool fault_runs = true;             // a fault opens the run of blocks its interval touched last time
+  bool refresh = true;                // an acquire refreshes copies open for plain reads in place
   // LOOM_COHERENCE_POLICY, LOOM_COHERENCE_RESERVE, LOOM_COHERENCE_NOTICES, LOOM_COHERENCE_LEASE, LOOM_COHERENCE_SYNC_OBJECTS,
-  // LOOM_COHERENCE_EXCLUSIVE, LOOM_COHERENCE_STATS, LOOM_COHERENCE_FAULT_RUNS
+  // LOOM_COHERENCE_EXCLUSIVE, LOOM_COHERENCE_STATS, LOOM_COHERENCE_FAULT_RUNS, LOOM_COHERENCE_REFRESH
   static Config from_env();
 };
 
@@ -71,6 +72,7 @@ struct Stats {
   uint64_t bytes_fetched = 0;     // block data read by the read path (misses and their retries)
   uint64_t races = 0;             // checking mode: merges that found bytes another process wrote too (reported)
   uint64_t run_blocks = 0;        // blocks a fault opened beside its own (fault runs: no fault of their own)
+  uint64_t refreshes = 0;         // open copies an acquire fetched anew in place (no trap, no protection change)
   uint64_t intervals = 0;         // release fences (each ends an interval of this process)
   // The kernel's part (the whole process's regions, dsm/region/kernel_work.hpp): protection
   // changes, the pages they covered and their time; with LOOM_COHERENCE_STATS (or the OpenMP

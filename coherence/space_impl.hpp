@@ -78,7 +78,7 @@ struct SyncMemory {
 struct Counters {
   std::atomic<uint64_t> faults{0}, read_misses{0}, revalidations{0}, twins{0}, released_blocks{0}, merged_releases{0},
       fetch_retries{0}, invalidations{0}, fast_reads{0}, exclusive_claims{0}, downgrades{0}, downgrades_asked{0},
-      notices{0}, bytes_fetched{0}, races{0}, intervals{0}, run_blocks{0};
+      notices{0}, bytes_fetched{0}, races{0}, intervals{0}, run_blocks{0}, refreshes{0};
   Stats snapshot() const;  // space.cpp
 };
 
@@ -295,15 +295,22 @@ struct Space::Impl {
     // Drops m (its mutex held by g): a clean copy joins the run (b extends it: before_lock),
     // anything else is dropped as drop() does, after the run is closed.
     void drop(std::optional<LaneGuard>& lane, RegionState& rs, BlockMeta& m, std::unique_lock<std::mutex>& g);
-    void close();  // the pages closed, the mutexes let go
+    void close();  // the copies refreshed (read_refresh.cpp), the others' pages closed, the mutexes let go
 
    private:
     static constexpr size_t kMaxRun = kMaxClaimRun;  // TSan tracks at most 64 mutexes held by a thread
+    void refresh();  // read_refresh.cpp
     Impl& s_;
     RegionState* rs_ = nullptr;
     size_t first_ = 0;
     std::vector<std::unique_lock<std::mutex>> held_;  // blocks [first_, first_ + size)
+    std::vector<bool> open_;                          // ... which were open for plain reads
+    std::optional<LaneGuard>* lane_ = nullptr;        // the acquire's lane, taken on first use
   };
+  // An open copy is refreshed at most this many acquires in a row; then it closes, and the
+  // program's next read of it (a fault) shows it is still read (read_refresh.cpp).
+  static constexpr uint8_t kMaxRefreshes = 8;
+  Prefetch aim(const RegionState& rs, BlockMeta& m) const;  // a prefetch of m at its hint (prefetch.cpp)
 
   // ---- exclusive blocks (exclusive.cpp) ----
   bool claims_pay(const RegionState& rs) const;

@@ -29,6 +29,7 @@ Config config(const loom::coherence::Policy& p, bool runs) {
   Config c = loom::test::config_for(p);
   c.claims = loom::coherence::Claims::Off;  // the writer's copies stay Clean between sweeps
   c.fault_runs = runs;
+  c.refresh = false;  // the readers' open copies close at each acquire (test_coherence_refresh.cpp)
   return c;
 }
 
