@@ -1,4 +1,4 @@
-// Acquire (docs/coherence.md, "Acquire"): apply what this process now knows — write notices
+// Acquire (docs/coherence.md, "Acquire"): applies what this process now knows — write notices
 // newer than its copies, the lease bound below which folded notices may hide a write, and
 // (directory policy) the invalidation flags other releasers set here.
 #include <algorithm>

@@ -19,8 +19,8 @@ size_t Space::Impl::prefetch_cap(const RegionState& rs) const {
 
 // The blocks after b with b's key, Invalid or Clean (and closed, for a read), their mutexes held (ascending, after b's:
 // the lock order). A block another thread holds ends the run rather than being waited for.
-std::vector<std::unique_lock<std::mutex>> Space::Impl::lock_run_after(RegionState& rs, size_t b, bool write, uint32_t key) {
-  std::vector<std::unique_lock<std::mutex>> run;
+Space::Impl::HeldBlocks Space::Impl::lock_run_after(RegionState& rs, size_t b, bool write, uint32_t key) {
+  HeldBlocks run;
   const size_t end = std::min(rs.r->blocks(), b + prefetch_cap(rs));
   for (size_t x = b + 1; x < end; ++x) {
     BlockMeta& m = rs.meta[x];
@@ -39,8 +39,8 @@ std::vector<std::unique_lock<std::mutex>> Space::Impl::lock_run_after(RegionStat
 // The run's invalid blocks (b+1 ... b+run.size()) fetched in one batch; the run then ends before
 // the first block still invalid (its entry locked, exclusive or moved on: its own fault fetches
 // it later).
-void Space::Impl::fetch_run(Lane& l, RegionState& rs, size_t b, std::vector<std::unique_lock<std::mutex>>& run) {
-  std::vector<Prefetch> batch;
+void Space::Impl::fetch_run(Lane& l, RegionState& rs, size_t b, HeldBlocks& run) {
+  PrefetchBatch batch;
   for (size_t i = 0; i < run.size(); ++i) {
     BlockMeta& m = rs.meta[b + 1 + i];
     if (m.state != State::Invalid) continue;
@@ -56,7 +56,7 @@ void Space::Impl::fetch_run(Lane& l, RegionState& rs, size_t b, std::vector<std:
 // is no run: the caller opens m alone.
 bool Space::Impl::fault_run(Lane& l, RegionState& rs, BlockMeta& m, bool write, uint32_t key) {
   if (!cfg.fault_runs || key == 0) return false;
-  std::vector<std::unique_lock<std::mutex>> run = lock_run_after(rs, m.block, write, key);
+  HeldBlocks run = lock_run_after(rs, m.block, write, key);
   if (!run.empty()) fetch_run(l, rs, m.block, run);
   if (run.empty()) return false;
   const size_t b = m.block, k = run.size();

@@ -15,8 +15,8 @@ namespace loom::coherence {
 
 void Space::Impl::prefetch(Lane& l, RegionState& rs, size_t begin, size_t end) {
   const size_t cap = prefetch_cap(rs);
-  std::vector<std::unique_lock<std::mutex>> held;  // the batch's blocks, ascending
-  std::vector<Prefetch> batch;
+  HeldBlocks held;  // the batch's blocks, ascending
+  PrefetchBatch batch;
   for (size_t b = begin; b < end; ++b) {
     BlockMeta& m = rs.meta[b];
     if (m.state != State::Invalid) continue;  // a racy peek, confirmed under the mutex
@@ -41,7 +41,7 @@ Space::Impl::Prefetch Space::Impl::aim(const RegionState& rs, BlockMeta& m) cons
 
 // Blocks whose version is unknown (an invalidation flag) aim at what their entries say, read in
 // one batch; a block whose entry is locked, exclusive or atomic is left to fetch().
-void Space::Impl::aim_unknown(Lane& l, RegionState& rs, std::vector<Prefetch>& batch) {
+void Space::Impl::aim_unknown(Lane& l, RegionState& rs, PrefetchBatch& batch) {
   bool any = false;
   for (size_t i = 0; i < batch.size(); ++i) {
     if (batch[i].wts != kUnknownWts) continue;
@@ -64,9 +64,9 @@ void Space::Impl::aim_unknown(Lane& l, RegionState& rs, std::vector<Prefetch>& b
 // The batch's validated blocks whose leases are too short get longer ones, by CASes in one
 // pipelined batch (each CAS names the entry word its block validated against). A CAS that
 // misses (a release or another reader moved the entry) leaves its block to fetch().
-void Space::Impl::extend_leases(Lane& l, RegionState& rs, std::vector<Prefetch>& batch, std::vector<DirView>& views) {
+void Space::Impl::extend_leases(Lane& l, RegionState& rs, PrefetchBatch& batch, std::span<DirView> views) {
   static_assert(kMaxPrefetch * 8 <= Scratch::kBlock - Scratch::kBatchCas);
-  std::vector<std::optional<DirWord>> want(batch.size());
+  std::array<std::optional<DirWord>, kMaxPrefetch> want{};
   bool any = false;
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!batch[i].ok) continue;
@@ -88,7 +88,7 @@ void Space::Impl::extend_leases(Lane& l, RegionState& rs, std::vector<Prefetch>&
 
 // A block whose entry names another version than the one aimed at (a notice older than the
 // entry, or a release since) aims at the entry's version in the next round, as fetch() would.
-void Space::Impl::prefetch_batch(Lane& l, RegionState& rs, std::vector<Prefetch>& batch) {
+void Space::Impl::prefetch_batch(Lane& l, RegionState& rs, PrefetchBatch& batch) {
   aim_unknown(l, rs, batch);
   for (int round = 1; prefetch_round(l, rs, batch) && round < kPrefetchRounds; ++round) {
   }
@@ -98,7 +98,7 @@ void Space::Impl::prefetch_batch(Lane& l, RegionState& rs, std::vector<Prefetch>
 // Directory policy: the sharer bytes go first, on the entries' queue pairs (a releaser that
 // locks an entry after our validating read sees us and invalidates our copy). True when some
 // block is to be tried again, aimed at what its entry said.
-bool Space::Impl::prefetch_round(Lane& l, RegionState& rs, std::vector<Prefetch>& batch) {
+bool Space::Impl::prefetch_round(Lane& l, RegionState& rs, PrefetchBatch& batch) {
   const size_t bs = rs.r->block_size(), entry = entry_slot();
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!batch[i].ok) continue;
@@ -115,8 +115,8 @@ bool Space::Impl::prefetch_round(Lane& l, RegionState& rs, std::vector<Prefetch>
     l.post(mgr, fabric::Opcode::Read, Scratch::kDirectory + i * entry, dir_read_bytes(), rs.dir_addr(mgr, b), rs.rkey(mgr));
   }
   l.wait();
-  std::vector<DirView> views(batch.size());
-  std::vector<bool> again(batch.size());
+  std::array<DirView, kMaxPrefetch> views{};
+  std::array<bool, kMaxPrefetch> again{};
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!batch[i].ok) continue;
     const DirView& d = views[i] = dir_view(l, rs, batch[i].m->block, Scratch::kDirectory + i * entry);
@@ -139,7 +139,7 @@ bool Space::Impl::prefetch_round(Lane& l, RegionState& rs, std::vector<Prefetch>
 }
 
 // The validated blocks of a round become Clean copies (and leave the batch).
-void Space::Impl::install_prefetched(Lane& l, RegionState& rs, std::vector<Prefetch>& batch, const std::vector<DirView>& views) {
+void Space::Impl::install_prefetched(Lane& l, RegionState& rs, PrefetchBatch& batch, std::span<const DirView> views) {
   const size_t bs = rs.r->block_size();
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!batch[i].ok) continue;

@@ -10,15 +10,14 @@
 // anyway (words nobody wrote are rewritten with the same bytes). A copy refreshed kMaxRefreshes
 // acquires in a row closes instead, so one the program stopped reading costs at most that many
 // fetches; its next read fault, if any, starts a new streak.
-#include <algorithm>
-
 #include "loom/coherence/space_impl.hpp"
 
 namespace loom::coherence {
 
 void Space::Impl::InvalidationRun::refresh() {
   if (!s_.cfg.refresh || lane_ == nullptr) return;
-  std::vector<Prefetch> batch;
+  const size_t cap = s_.prefetch_cap(*rs_);
+  PrefetchBatch batch;
   for (size_t i = 0; i < held_.size(); ++i) {
     BlockMeta& m = rs_->meta[first_ + i];
     if (!open_[i] || m.state != State::Invalid) continue;
@@ -27,21 +26,22 @@ void Space::Impl::InvalidationRun::refresh() {
       continue;
     }
     batch.push_back(s_.aim(*rs_, m));
+    if (batch.size() == cap) fetch(batch);
   }
-  if (batch.empty()) return;
+  if (!batch.empty()) fetch(batch);
+}
+
+// One batch of the run's open copies fetched; those now Clean stay open.
+void Space::Impl::InvalidationRun::fetch(PrefetchBatch& batch) {
   std::optional<LaneGuard>& lane = *lane_;
   if (!lane) lane.emplace(s_.lanes);
-  const size_t cap = s_.prefetch_cap(*rs_);
-  for (size_t at = 0; at < batch.size(); at += cap) {
-    std::vector<Prefetch> part(batch.begin() + static_cast<std::ptrdiff_t>(at),
-                               batch.begin() + static_cast<std::ptrdiff_t>(std::min(batch.size(), at + cap)));
-    s_.prefetch_batch(**lane, *rs_, part);
-  }
+  s_.prefetch_batch(**lane, *rs_, batch);
   for (const Prefetch& p : batch) {
     if (p.m->state != State::Clean) continue;
     ++p.m->refreshes;
     s_.stats.refreshes.fetch_add(1, std::memory_order_relaxed);
   }
+  batch.clear();
 }
 
 }  // namespace loom::coherence

@@ -8,6 +8,7 @@
 // atomic words (barrier.cpp, lock.cpp, atomic_word.cpp). docs/coherence.md numbers the steps
 // these functions carry out.
 #include <array>
+#include <boost/container/static_vector.hpp>
 #include <condition_variable>
 #include <exception>
 #include <memory>
@@ -217,20 +218,24 @@ struct Space::Impl {
   };
   static constexpr size_t kMaxPrefetch = 32;  // block mutexes held at once (TSan tracks at most 64 per thread)
   static constexpr int kPrefetchRounds = 2;    // a batch's rounds of reads (prefetch.cpp)
+  // A batch and the block mutexes it holds, in place: a fault's run fetches one inside the
+  // SIGSEGV handler, where nothing may allocate.
+  using PrefetchBatch = boost::container::static_vector<Prefetch, kMaxPrefetch>;
+  using HeldBlocks = boost::container::static_vector<std::unique_lock<std::mutex>, kMaxPrefetch>;
   void prefetch(Lane& l, RegionState& rs, size_t begin, size_t end);
-  void prefetch_batch(Lane& l, RegionState& rs, std::vector<Prefetch>& batch);
-  bool prefetch_round(Lane& l, RegionState& rs, std::vector<Prefetch>& batch);
-  void install_prefetched(Lane& l, RegionState& rs, std::vector<Prefetch>& batch, const std::vector<DirView>& views);
-  void aim_unknown(Lane& l, RegionState& rs, std::vector<Prefetch>& batch);
-  void extend_leases(Lane& l, RegionState& rs, std::vector<Prefetch>& batch, std::vector<DirView>& views);
+  void prefetch_batch(Lane& l, RegionState& rs, PrefetchBatch& batch);
+  bool prefetch_round(Lane& l, RegionState& rs, PrefetchBatch& batch);
+  void install_prefetched(Lane& l, RegionState& rs, PrefetchBatch& batch, std::span<const DirView> views);
+  void aim_unknown(Lane& l, RegionState& rs, PrefetchBatch& batch);
+  void extend_leases(Lane& l, RegionState& rs, PrefetchBatch& batch, std::span<DirView> views);
   void make_dirty(RegionState& rs, BlockMeta& m);
   void twin_block(RegionState& rs, BlockMeta& m);  // the twin and state Dirty; not yet listed or open
   void open_run(RegionState& rs, std::vector<std::unique_lock<std::mutex>>& held, size_t first);
   // Fault runs (fault_run.cpp): a fault on block m opens with it the following blocks the same
   // interval touched the last time (the same `key`: written_in for a write, read_in for a read).
   bool fault_run(Lane& l, RegionState& rs, BlockMeta& m, bool write, uint32_t key);
-  std::vector<std::unique_lock<std::mutex>> lock_run_after(RegionState& rs, size_t b, bool write, uint32_t key);
-  void fetch_run(Lane& l, RegionState& rs, size_t b, std::vector<std::unique_lock<std::mutex>>& run);
+  HeldBlocks lock_run_after(RegionState& rs, size_t b, bool write, uint32_t key);
+  void fetch_run(Lane& l, RegionState& rs, size_t b, HeldBlocks& run);
   size_t prefetch_cap(const RegionState& rs) const;
   void note_written(RegionState& rs, BlockMeta& m);  // release_path.cpp
   // The interval this process is in: raised by every release fence (fault runs' keys).
@@ -300,6 +305,7 @@ struct Space::Impl {
    private:
     static constexpr size_t kMaxRun = kMaxClaimRun;  // TSan tracks at most 64 mutexes held by a thread
     void refresh();  // read_refresh.cpp
+    void fetch(PrefetchBatch& batch);
     Impl& s_;
     RegionState* rs_ = nullptr;
     size_t first_ = 0;
