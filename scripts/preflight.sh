@@ -72,6 +72,7 @@ labels_of() {
     tests/test_nas*) echo nas ;;
     tests/test_mcts*|tests/test_hex*|tests/test_uct*|tests/test_rave*|tests/test_rollout*|tests/test_search*) echo mcts ;;
     tests/fuzz/*) echo fuzz ;;
+    tests/test_layers*) echo layers ;;
     tests/*) echo fabric ;;
     *) echo "" ;;
   esac
