@@ -67,8 +67,7 @@ bool Space::Impl::fault_run(Lane& l, RegionState& rs, BlockMeta& m, bool write, 
     for (size_t x = b; x <= b + k; ++x) dirty.list.push_back(rs.meta[x]);
     rs.r->protect(b, k + 1, region::Protection::ReadWrite);
   } else {
-    const uint32_t now = interval.load(std::memory_order_relaxed);
-    for (size_t x = b; x <= b + k; ++x) rs.meta[x].read_in = now, rs.meta[x].refreshes = 0;
+    for (size_t x = b; x <= b + k; ++x) opened_for_read(rs.meta[x]);
     rs.r->protect(b, k + 1, region::Protection::Read);
   }
   stats.run_blocks.fetch_add(run.size(), std::memory_order_relaxed);

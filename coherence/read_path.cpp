@@ -299,8 +299,7 @@ void Space::on_fault(region::Region& r, size_t block, region::Access access) {
       // explicit path) leave it closed, which spares an mprotect wherever nobody reads through it.
       if (!I.fault_run(*lane, *rs, m, false, key)) {
         rs->r->protect(block, 1, region::Protection::Read);
-        m.read_in = I.interval.load(std::memory_order_relaxed);
-        m.refreshes = 0;
+        I.opened_for_read(m);
       }
     } else if (write && m.state == State::Dirty) {
       // Still dirty yet not writable: a release has stopped writers on it and will reach it

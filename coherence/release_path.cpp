@@ -99,7 +99,7 @@ void Space::Impl::take_master(Lane& l, RegionState& rs, BlockMeta& m, int home, 
 void Space::Impl::note_written(RegionState& rs, BlockMeta& m) {
   const size_t b = m.block;
   if (!m.by_run || m.whole || std::memcmp(rs.r->runtime_block(b), rs.twin(b), rs.r->block_size()) != 0)
-    m.written_in = interval.load(std::memory_order_relaxed);
+    m.written_in = interval();
   m.by_run = false;
 }
 
@@ -273,8 +273,7 @@ void Space::Impl::judge_claims(const std::vector<BlockMeta*>& v) {
 
 // A release fence; fence.mu held.
 void Space::Impl::release_locked() {
-  stats.intervals.fetch_add(1, std::memory_order_relaxed);
-  interval.fetch_add(1, std::memory_order_relaxed);  // fault runs' keys: the blocks this release publishes
+  stats.intervals.fetch_add(1, std::memory_order_relaxed);  // a new interval: fault runs' keys (interval())
   DirtyList taken;
   {
     std::lock_guard<std::mutex> g(dirty.mu);

@@ -238,8 +238,12 @@ struct Space::Impl {
   void fetch_run(Lane& l, RegionState& rs, size_t b, HeldBlocks& run);
   size_t prefetch_cap(const RegionState& rs) const;
   void note_written(RegionState& rs, BlockMeta& m);  // release_path.cpp
-  // The interval this process is in: raised by every release fence (fault runs' keys).
-  std::atomic<uint32_t> interval{1};
+  // The interval this process is in (fault runs' keys; 0 stands for never): the release fences
+  // so far, counted in stats.intervals.
+  uint32_t interval() const { return static_cast<uint32_t>(stats.intervals.load(std::memory_order_relaxed) + 1); }
+  // Block m (its mutex held) opened for plain reads by a fault: read in this interval, and no
+  // refresh streak yet (read_refresh.cpp).
+  void opened_for_read(BlockMeta& m) const { m.read_in = interval(), m.refreshes = 0; }
   enum class Access : uint8_t { Read, Write, Overwrite };
   const void* declare(const void* p, size_t n, Access how);
   uint64_t acq_ts_relaxed() { return std::atomic_ref<uint64_t>(fence.acq_ts).load(std::memory_order_relaxed); }
